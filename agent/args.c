@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+
+enum {
+	OPT_HELP_CONFIG = 0x100,
+	OPT_CHECK_CONFIG,
+};
+
+static const struct option options[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "version", no_argument, NULL, 'V' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "help-config", no_argument, NULL, OPT_HELP_CONFIG },
+	{ "check-config", optional_argument, NULL, OPT_CHECK_CONFIG },
+	{}
+};
+
+void args_usage(const char *prog, char *out, size_t len)
+{
+	snprintf(out, len,
+		 "Usage: %s [OPTIONS]\n"
+		 "Watch every file I/O call of every process on this node with eBPF and publish\n"
+		 "one feature vector per process per time window.\n\n"
+		 "  -c, --config FILE       configuration (default /etc/datacrumbs.conf if present)\n"
+		 "  -i, --interval SECONDS  window length, fractions allowed (default 1)\n"
+		 "  -d, --duration SECONDS  run this long, then flush and exit (default: forever)\n"
+		 "  -o, --output FILE       JSON-lines output; - for standard output\n"
+		 "      --check-config[=FILE]  validate the configuration and exit\n"
+		 "      --help-config       list every setting with its default\n"
+		 "  -V, --version           print the version\n"
+		 "  -h, --help              this text\n",
+		 prog);
+}
+
+static int fail(char *err, size_t errlen, const char *msg, const char *arg)
+{
+	snprintf(err, errlen, msg, arg);
+	return -EINVAL;
+}
+
+int args_parse(int argc, char **argv, struct dc_args *a, char *err, size_t errlen)
+{
+	int c;
+
+	*a = (struct dc_args){ .action = DC_ACTION_RUN };
+	optind = 0; /* reset getopt: parsing may run more than once (tests) */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":c:i:d:o:Vh", options, NULL)) != -1) {
+		char *end;
+
+		switch (c) {
+		case 'c':
+			a->config = optarg;
+			break;
+		case 'i':
+			a->interval = optarg;
+			break;
+		case 'd':
+			errno = 0;
+			a->duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(a->duration) ||
+			    a->duration <= 0)
+				return fail(err, errlen,
+					    "--duration: '%s' is not a positive number of seconds",
+					    optarg);
+			break;
+		case 'o':
+			if (!*optarg)
+				return fail(err, errlen, "--output: empty file name%s", "");
+			a->output = optarg;
+			break;
+		case 'V':
+			a->action = DC_ACTION_VERSION;
+			break;
+		case 'h':
+			a->action = DC_ACTION_HELP;
+			break;
+		case OPT_HELP_CONFIG:
+			a->action = DC_ACTION_HELP_CONFIG;
+			break;
+		case OPT_CHECK_CONFIG:
+			a->action = DC_ACTION_CHECK_CONFIG;
+			if (optarg)
+				a->config = optarg;
+			break;
+		case ':':
+			return fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return fail(err, errlen, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+	return 0;
+}

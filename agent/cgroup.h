@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef DC_CGROUP_H
+#define DC_CGROUP_H
+
+#include <stdint.h>
+
+/*
+ * cgroup id -> path below the cgroup2 root ("/system.slice/x.service").
+ * A cgroup2 id is the kernfs inode of its directory; the kernel opens it by
+ * file handle (open_by_handle_at, needs CAP_DAC_READ_SEARCH), so a miss
+ * costs one open and one readlink, not a tree walk. Bounded cache; ids that
+ * no longer resolve (cgroup removed) give "".
+ */
+struct cgroup_cache;
+
+/* root NULL: wherever cgroup2 is mounted */
+int cgroup_cache_new(const char *root, struct cgroup_cache **ret);
+struct cgroup_cache *cgroup_cache_free(struct cgroup_cache *c);
+const char *cgroup_cache_path(struct cgroup_cache *c, uint64_t id);
+
+#endif

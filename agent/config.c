@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <libconfig.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "datacrumbs/syscall.h"
+#include "macro.h"
+
+#define F(field) offsetof(struct dc_config, field), sizeof(((struct dc_config *)0)->field)
+
+static const struct dc_cfg_item items[] = {
+	{ "interval", CFG_FLOAT, F(interval), "1.0", 0.01, DC_WINDOW_MAX_SEC, NULL,
+	  "window length in seconds; one feature vector per process per window" },
+	{ "host", CFG_STRING, F(host), "", 0, 0, NULL,
+	  "host name put in every record; empty means the kernel's host name" },
+	{ "log_level", CFG_STRING, F(log_level), "info", 0, 0,
+	  "emerg|alert|crit|err|warning|notice|info|debug", "most verbose level logged" },
+	{ "output.path", CFG_STRING, F(output), "/var/lib/datacrumbs/records.jsonl", 0, 0, NULL,
+	  "JSON-lines file the records are appended to; \"-\" writes to standard output" },
+	{ "maps.max_keys", CFG_INT, F(max_keys), "8192", 16, 1 << 20, NULL,
+	  "distinct (process, cgroup, operation) keys per window; calls beyond are still "
+	  "counted, per operation, in the agent record's \"unattributed\"" },
+	{ "maps.layout", CFG_STRING, F(map_layout), "auto", 0, 0, "auto|percpu|shared",
+	  "per-CPU aggregation maps (no cache-line sharing) or one shared map (memory does "
+	  "not grow with the CPU count); auto picks percpu while it fits maps.memory_mib" },
+	{ "maps.memory_mib", CFG_INT, F(map_memory_mib), "64", 1, 65536, NULL,
+	  "kernel memory the two window maps may take when maps.layout is auto" },
+	{ "maps.max_procs", CFG_INT, F(max_procs), "16384", 64, 1 << 22, NULL,
+	  "processes whose name is remembered (LRU) between windows" },
+	{ "maps.max_threads", CFG_INT, F(max_threads), "65536", 64, 1 << 22, NULL,
+	  "threads inside a system call at once; only used on kernels without task storage" },
+	{ "probes.syscall.mechanism", CFG_STRING, F(syscall_mechanism), "auto", 0, 0,
+	  "auto|tp_btf|raw_tp|tracepoint",
+	  "how the system-call probes attach; auto takes the cheapest the kernel allows" },
+	{ "filter.exclude_self", CFG_BOOL, F(exclude_self), "true", 0, 0, NULL,
+	  "leave the agent's own I/O out (its record writes would otherwise feed back)" },
+};
+
+#undef F
+
+const struct dc_cfg_item *config_table(size_t *n)
+{
+	*n = ELEMENTSOF(items);
+	return items;
+}
+
+static const struct dc_cfg_item *item_find(const char *path)
+{
+	for (size_t i = 0; i < ELEMENTSOF(items); i++)
+		if (!strcmp(items[i].path, path))
+			return &items[i];
+	return NULL;
+}
+
+/* Is path a group that contains some key ("maps", "probes.syscall")? */
+static int is_group(const char *path)
+{
+	size_t l = strlen(path);
+
+	for (size_t i = 0; i < ELEMENTSOF(items); i++)
+		if (!strncmp(items[i].path, path, l) && items[i].path[l] == '.')
+			return 1;
+	return 0;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int choice_ok(const char *choices, const char *v)
+{
+	size_t l = strlen(v);
+	const char *p = choices;
+
+	while (p && *p) {
+		const char *bar = strchr(p, '|');
+		size_t n = bar ? (size_t)(bar - p) : strlen(p);
+
+		if (n == l && !strncmp(p, v, n))
+			return 1;
+		p = bar ? bar + 1 : NULL;
+	}
+	return 0;
+}
+
+static int set_number(struct dc_config *c, const struct dc_cfg_item *it, double v, char *err,
+		      size_t errlen)
+{
+	if (!isfinite(v) || v < it->min || v > it->max)
+		return fail(err, errlen, "%s: %g is out of range [%g, %g]", it->path, v, it->min,
+			    it->max);
+	if (it->type == CFG_INT) {
+		if (v != floor(v))
+			return fail(err, errlen, "%s: %g is not a whole number", it->path, v);
+		*(int64_t *)((char *)c + it->offset) = (int64_t)v;
+	} else {
+		*(double *)((char *)c + it->offset) = v;
+	}
+	return 0;
+}
+
+static int set_string(struct dc_config *c, const struct dc_cfg_item *it, const char *v, char *err,
+		      size_t errlen)
+{
+	if (strlen(v) >= it->size)
+		return fail(err, errlen, "%s: value is longer than %zu bytes", it->path,
+			    it->size - 1);
+	if (it->choices && !choice_ok(it->choices, v))
+		return fail(err, errlen, "%s: \"%s\" is not one of %s", it->path, v, it->choices);
+	strcpy((char *)c + it->offset, v);
+	return 0;
+}
+
+int config_set(struct dc_config *c, const char *path, const char *value, char *err, size_t errlen)
+{
+	const struct dc_cfg_item *it = item_find(path);
+	char *end;
+	double v;
+
+	if (!it)
+		return fail(err, errlen, "unknown setting '%s'", path);
+	switch (it->type) {
+	case CFG_STRING:
+		return set_string(c, it, value, err, errlen);
+	case CFG_BOOL:
+		if (!strcmp(value, "true"))
+			*(bool *)((char *)c + it->offset) = true;
+		else if (!strcmp(value, "false"))
+			*(bool *)((char *)c + it->offset) = false;
+		else
+			return fail(err, errlen, "%s: \"%s\" is not true or false", path, value);
+		return 0;
+	default:
+		errno = 0;
+		v = strtod(value, &end);
+		if (errno || end == value || *end)
+			return fail(err, errlen, "%s: \"%s\" is not a number", path, value);
+		return set_number(c, it, v, err, errlen);
+	}
+}
+
+void config_defaults(struct dc_config *c)
+{
+	char err[256];
+
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < ELEMENTSOF(items); i++)
+		if (config_set(c, items[i].path, items[i].def, err, sizeof(err)))
+			abort(); /* a default that fails its own row is a bug in this file */
+}
+
+static int apply_setting(struct dc_config *c, config_setting_t *s, const char *file, char *err,
+			 size_t errlen);
+
+static int apply_group(struct dc_config *c, config_setting_t *g, const char *file, char *err,
+		       size_t errlen)
+{
+	int n = config_setting_length(g);
+
+	for (int i = 0; i < n; i++) {
+		int r = apply_setting(c, config_setting_get_elem(g, i), file, err, errlen);
+
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static void setting_path(config_setting_t *s, char *out, size_t len)
+{
+	const char *names[16];
+	int depth = 0;
+	size_t off = 0;
+
+	for (; s && config_setting_name(s) && depth < 16; s = config_setting_parent(s))
+		names[depth++] = config_setting_name(s);
+	out[0] = 0;
+	while (depth-- > 0 && off < len)
+		off += (size_t)snprintf(out + off, len - off, "%s%s", off ? "." : "", names[depth]);
+}
+
+static int apply_setting(struct dc_config *c, config_setting_t *s, const char *file, char *err,
+			 size_t errlen)
+{
+	const struct dc_cfg_item *it;
+	char path[256], msg[512];
+	int line = (int)config_setting_source_line(s), type = config_setting_type(s), r;
+
+	setting_path(s, path, sizeof(path));
+	it = item_find(path);
+	if (type == CONFIG_TYPE_GROUP) {
+		if (!is_group(path))
+			return fail(err, errlen, "%s:%d: unknown setting group '%s'", file, line, path);
+		return apply_group(c, s, file, err, errlen);
+	}
+	if (!it)
+		return fail(err, errlen, "%s:%d: unknown setting '%s' (datacrumbs --help-config lists them)",
+			    file, line, path);
+	switch (it->type) {
+	case CFG_FLOAT:
+	case CFG_INT:
+		if (type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64)
+			r = set_number(c, it, (double)config_setting_get_int64(s), msg, sizeof(msg));
+		else if (type == CONFIG_TYPE_FLOAT && it->type == CFG_FLOAT)
+			r = set_number(c, it, config_setting_get_float(s), msg, sizeof(msg));
+		else
+			r = fail(msg, sizeof(msg), "%s: expected %s", path,
+				 it->type == CFG_INT ? "an integer" : "a number");
+		break;
+	case CFG_STRING:
+		if (type != CONFIG_TYPE_STRING)
+			r = fail(msg, sizeof(msg), "%s: expected a string", path);
+		else
+			r = set_string(c, it, config_setting_get_string(s), msg, sizeof(msg));
+		break;
+	case CFG_BOOL:
+		if (type != CONFIG_TYPE_BOOL)
+			r = fail(msg, sizeof(msg), "%s: expected true or false", path);
+		else
+			r = (*(bool *)((char *)c + it->offset) = config_setting_get_bool(s), 0);
+		break;
+	default:
+		r = -EINVAL;
+	}
+	if (r)
+		return fail(err, errlen, "%s:%d: %s", file, line, msg);
+	return 0;
+}
+
+static int load(struct dc_config *c, config_t *cf, int ok, const char *file, char *err,
+		size_t errlen)
+{
+	struct dc_config tmp;
+	int r;
+
+	if (!ok)
+		return fail(err, errlen, "%s:%d: %s", config_error_file(cf) ? config_error_file(cf) : file,
+			    config_error_line(cf), config_error_text(cf));
+	/* parse aside: the caller's config changes only if the whole file is good */
+	config_defaults(&tmp);
+	r = apply_group(&tmp, config_root_setting(cf), file, err, errlen);
+	if (r)
+		return r;
+	*c = tmp;
+	return 0;
+}
+
+int config_load(struct dc_config *c, const char *path, char *err, size_t errlen)
+{
+	config_t cf;
+	FILE *f;
+	int r;
+
+	f = fopen(path, "re");
+	if (!f) {
+		r = -errno;
+		fail(err, errlen, "%s: cannot open: %s", path, strerror(-r));
+		return r;
+	}
+	config_init(&cf);
+	r = load(c, &cf, config_read(&cf, f), path, err, errlen);
+	config_destroy(&cf);
+	fclose(f);
+	return r;
+}
+
+int config_load_string(struct dc_config *c, const char *text, char *err, size_t errlen)
+{
+	config_t cf;
+	int r;
+
+	config_init(&cf);
+	r = load(c, &cf, config_read_string(&cf, text), "<string>", err, errlen);
+	config_destroy(&cf);
+	return r;
+}
+
+void config_print_help(FILE *f)
+{
+	fprintf(f, "Settings of %s (libconfig syntax; dotted names are groups):\n\n",
+		DC_CONFIG_DEFAULT_PATH);
+	for (size_t i = 0; i < ELEMENTSOF(items); i++) {
+		const struct dc_cfg_item *it = &items[i];
+
+		fprintf(f, "%s (%s, default %s%s%s", it->path,
+			it->type == CFG_FLOAT  ? "number" :
+			it->type == CFG_INT    ? "integer" :
+			it->type == CFG_STRING ? "string" :
+						 "boolean",
+			it->type == CFG_STRING ? "\"" : "", it->def,
+			it->type == CFG_STRING ? "\"" : "");
+		if (it->type == CFG_FLOAT || it->type == CFG_INT)
+			fprintf(f, ", %g to %g", it->min, it->max);
+		if (it->choices)
+			fprintf(f, ", one of %s", it->choices);
+		fprintf(f, ")\n    %s\n", it->help);
+	}
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef DC_CONFIG_H
+#define DC_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define DC_CONFIG_DEFAULT_PATH "/etc/datacrumbs.conf"
+#define DC_STR_MAX 1024
+
+struct dc_config {
+	double interval;                 /* seconds per window */
+	char host[256];                  /* "" = gethostname() */
+	char log_level[16];
+	char output[DC_STR_MAX];         /* JSON-lines file; "-" = stdout */
+	int64_t max_keys;                /* (process, cgroup, op) keys per window */
+	char map_layout[16];             /* auto | percpu | shared */
+	int64_t map_memory_mib;          /* auto picks percpu while both windows fit in this */
+	int64_t max_procs;
+	int64_t max_threads;
+	char syscall_mechanism[16];      /* auto | tp_btf | raw_tp | tracepoint */
+	bool exclude_self;
+};
+
+enum dc_cfg_type { CFG_FLOAT, CFG_INT, CFG_STRING, CFG_BOOL };
+
+/* One row per key: the single definition of the configuration. */
+struct dc_cfg_item {
+	const char *path; /* dotted libconfig path */
+	enum dc_cfg_type type;
+	size_t offset;
+	size_t size;        /* string buffer size */
+	const char *def;    /* default, as text */
+	double min, max;    /* numbers */
+	const char *choices; /* strings: "a|b|c", NULL = free text */
+	const char *help;
+};
+
+const struct dc_cfg_item *config_table(size_t *n);
+void config_defaults(struct dc_config *c);
+/*
+ * Parse and validate a libconfig file into c (defaults first). Strict: an
+ * unknown key, a wrong type or an out-of-range value fails. On failure
+ * returns -EINVAL and writes "file:line: message" into err.
+ */
+int config_load(struct dc_config *c, const char *path, char *err, size_t errlen);
+int config_load_string(struct dc_config *c, const char *text, char *err, size_t errlen);
+/* Check one value against its row (used for command-line overrides too). */
+int config_set(struct dc_config *c, const char *path, const char *value, char *err, size_t errlen);
+void config_print_help(FILE *f);
+
+#endif

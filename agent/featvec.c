@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <stdlib.h>
+#include <string.h>
+
+#include "featvec.h"
+#include "ops.h"
+
+void agg_sum_add_val(struct dc_agg_sum *s, const struct dc_agg_val *v)
+{
+	s->count += v->count;
+	s->errors += v->errors;
+	s->bytes += v->bytes;
+	s->time_ns += v->time_ns;
+	for (unsigned i = 0; i < DC_LAT_SLOTS; i++)
+		s->lat[i] += v->lat_hist[i];
+	for (unsigned i = 0; i < DC_SIZE_SLOTS; i++)
+		s->size[i] += v->size_hist[i];
+}
+
+void agg_sum_add(struct dc_agg_sum *s, const struct dc_agg_sum *o)
+{
+	s->count += o->count;
+	s->errors += o->errors;
+	s->bytes += o->bytes;
+	s->time_ns += o->time_ns;
+	for (unsigned i = 0; i < DC_LAT_SLOTS; i++)
+		s->lat[i] += o->lat[i];
+	for (unsigned i = 0; i < DC_SIZE_SLOTS; i++)
+		s->size[i] += o->size[i];
+}
+
+void agg_sum_delta(struct dc_agg_sum *d, const struct dc_agg_sum *cur, const struct dc_agg_sum *prev)
+{
+	d->count = cur->count - prev->count;
+	d->errors = cur->errors - prev->errors;
+	d->bytes = cur->bytes - prev->bytes;
+	d->time_ns = cur->time_ns - prev->time_ns;
+	for (unsigned i = 0; i < DC_LAT_SLOTS; i++)
+		d->lat[i] = cur->lat[i] - prev->lat[i];
+	for (unsigned i = 0; i < DC_SIZE_SLOTS; i++)
+		d->size[i] = cur->size[i] - prev->size[i];
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct dc_agg_entry *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	if (x->cgroup_id != y->cgroup_id)
+		return x->cgroup_id < y->cgroup_id ? -1 : 1;
+	return (int)x->op - (int)y->op;
+}
+
+void featvec_sort(struct dc_agg_entry *e, size_t n)
+{
+	qsort(e, n, sizeof(*e), entry_cmp);
+}
+
+size_t featvec_group_end(const struct dc_agg_entry *e, size_t n, size_t start)
+{
+	size_t i = start + 1;
+
+	while (i < n && e[i].tgid == e[start].tgid && e[i].cgroup_id == e[start].cgroup_id)
+		i++;
+	return i;
+}
+
+static double per(double num, double den)
+{
+	return den > 0 ? num / den : 0;
+}
+
+void featvec_compute(const struct dc_agg_entry *e, size_t n, double window_sec,
+		     struct dc_features *f)
+{
+	memset(f, 0, sizeof(*f));
+	for (size_t i = 0; i < n; i++) {
+		const struct dc_op_info *oi = ops_get(e[i].op);
+		const struct dc_agg_sum *v = &e[i].v;
+
+		if (!oi)
+			continue;
+		f->ops += v->count;
+		f->errors += v->errors;
+		f->time_ns += v->time_ns;
+		switch (oi->cls) {
+		case DC_CLASS_DATA_READ:
+			f->read_ops += v->count;
+			f->read_time_ns += v->time_ns;
+			/* only transferred bytes make bandwidth */
+			if (oi->size_src == DC_SZ_RET)
+				f->read_bytes += v->bytes;
+			break;
+		case DC_CLASS_DATA_WRITE:
+			f->write_ops += v->count;
+			f->write_time_ns += v->time_ns;
+			if (oi->size_src == DC_SZ_RET)
+				f->write_bytes += v->bytes;
+			break;
+		case DC_CLASS_METADATA:
+			f->meta_ops += v->count;
+			f->meta_time_ns += v->time_ns;
+			break;
+		case DC_CLASS_SYNC:
+			f->sync_ops += v->count;
+			f->sync_time_ns += v->time_ns;
+			break;
+		case DC_CLASS_ASYNC:
+			f->async_ops += v->count;
+			break;
+		default:
+			break;
+		}
+	}
+	f->read_bw = per((double)f->read_bytes, window_sec);
+	f->write_bw = per((double)f->write_bytes, window_sec);
+	f->read_bw_io = per((double)f->read_bytes, (double)f->read_time_ns / 1e9);
+	f->write_bw_io = per((double)f->write_bytes, (double)f->write_time_ns / 1e9);
+	f->iops = per((double)(f->read_ops + f->write_ops), window_sec);
+	f->ops_per_sec = per((double)f->ops, window_sec);
+	f->meta_share = per((double)f->meta_ops, (double)f->ops);
+	f->meta_time_share = per((double)f->meta_time_ns, (double)f->time_ns);
+}

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+static int buf_reserve(struct dc_buf *b, size_t extra)
+{
+	size_t want;
+	char *p;
+
+	if (b->err)
+		return -1;
+	if (b->len + extra <= b->cap)
+		return 0;
+	want = b->cap ? b->cap : 4096;
+	while (want < b->len + extra)
+		want *= 2;
+	p = realloc(b->data, want);
+	if (!p) {
+		b->err = ENOMEM;
+		return -1;
+	}
+	b->data = p;
+	b->cap = want;
+	return 0;
+}
+
+void buf_reset(struct dc_buf *b)
+{
+	b->len = 0;
+	b->err = 0;
+}
+
+void buf_free(struct dc_buf *b)
+{
+	free(b->data);
+	*b = (struct dc_buf){};
+}
+
+void buf_put(struct dc_buf *b, const void *p, size_t n)
+{
+	if (buf_reserve(b, n))
+		return;
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+}
+
+void buf_putc(struct dc_buf *b, char c)
+{
+	buf_put(b, &c, 1);
+}
+
+void buf_printf(struct dc_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || buf_reserve(b, (size_t)n + 1))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	size_t len;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2, cp = c & 0x1F;
+	else if (c >= 0xE0 && c <= 0xEF)
+		len = 3, cp = c & 0x0F;
+	else if (c >= 0xF0 && c <= 0xF4)
+		len = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	/* overlong forms, surrogates and values past U+10FFFF are invalid */
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+	    (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return len;
+}
+
+void json_escape(struct dc_buf *b, const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	buf_putc(b, '"');
+	for (size_t i = 0; i < n;) {
+		unsigned char c = s[i];
+		size_t l;
+
+		switch (c) {
+		case '"':
+			buf_put(b, "\\\"", 2);
+			i++;
+			continue;
+		case '\\':
+			buf_put(b, "\\\\", 2);
+			i++;
+			continue;
+		case '\n':
+			buf_put(b, "\\n", 2);
+			i++;
+			continue;
+		case '\r':
+			buf_put(b, "\\r", 2);
+			i++;
+			continue;
+		case '\t':
+			buf_put(b, "\\t", 2);
+			i++;
+			continue;
+		}
+		if (c < 0x20 || c == 0x7F) {
+			buf_printf(b, "\\u%04x", c);
+			i++;
+			continue;
+		}
+		l = utf8_len(s + i, n - i);
+		if (!l) {
+			buf_put(b, "\\ufffd", 6);
+			i++;
+			continue;
+		}
+		buf_put(b, s + i, l);
+		i += l;
+	}
+	buf_putc(b, '"');
+}
+
+void json_init(struct dc_json *j, struct dc_buf *b)
+{
+	j->b = b;
+	j->depth = 0;
+	j->first[0] = true;
+}
+
+/* A value is about to be written at the current level. */
+static void json_value(struct dc_json *j)
+{
+	if (!j->first[j->depth])
+		buf_putc(j->b, ',');
+	j->first[j->depth] = false;
+}
+
+static void json_open(struct dc_json *j, char c)
+{
+	json_value(j);
+	buf_putc(j->b, c);
+	if (j->depth + 1 < JSON_MAX_DEPTH)
+		j->depth++;
+	j->first[j->depth] = true;
+}
+
+static void json_close(struct dc_json *j, char c)
+{
+	buf_putc(j->b, c);
+	if (j->depth > 0)
+		j->depth--;
+}
+
+void json_obj_begin(struct dc_json *j)
+{
+	json_open(j, '{');
+}
+
+void json_obj_end(struct dc_json *j)
+{
+	json_close(j, '}');
+}
+
+void json_arr_begin(struct dc_json *j)
+{
+	json_open(j, '[');
+}
+
+void json_arr_end(struct dc_json *j)
+{
+	json_close(j, ']');
+}
+
+void json_key(struct dc_json *j, const char *k)
+{
+	json_value(j);
+	json_escape(j->b, k, strlen(k));
+	buf_putc(j->b, ':');
+	/* the value that follows needs no comma of its own */
+	j->first[j->depth] = true;
+}
+
+void json_strn(struct dc_json *j, const char *s, size_t n)
+{
+	json_value(j);
+	json_escape(j->b, s, n);
+}
+
+void json_str(struct dc_json *j, const char *s)
+{
+	json_strn(j, s, strlen(s));
+}
+
+void json_u64(struct dc_json *j, uint64_t v)
+{
+	json_value(j);
+	buf_printf(j->b, "%llu", (unsigned long long)v);
+}
+
+void json_i64(struct dc_json *j, int64_t v)
+{
+	json_value(j);
+	buf_printf(j->b, "%lld", (long long)v);
+}
+
+void json_double(struct dc_json *j, double v)
+{
+	json_value(j);
+	/* JSON has no NaN or infinity */
+	if (!isfinite(v))
+		buf_put(j->b, "null", 4);
+	else
+		buf_printf(j->b, "%.9g", v);
+}
+
+void json_bool(struct dc_json *j, bool v)
+{
+	json_value(j);
+	buf_put(j->b, v ? "true" : "false", v ? 4 : 5);
+}

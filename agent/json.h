@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef DC_JSON_H
+#define DC_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A growable byte buffer; on allocation failure it latches ENOMEM in err
+ * and further appends do nothing, so callers check once at the end. */
+struct dc_buf {
+	char *data;
+	size_t len, cap;
+	int err;
+};
+
+void buf_reset(struct dc_buf *b);
+void buf_free(struct dc_buf *b);
+void buf_put(struct dc_buf *b, const void *p, size_t n);
+void buf_putc(struct dc_buf *b, char c);
+void buf_printf(struct dc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Minimal streaming JSON writer: it places the commas, escapes strings and
+ * always produces valid UTF-8 (invalid bytes in comm or path strings, which
+ * the kernel does not police, become U+FFFD).
+ */
+#define JSON_MAX_DEPTH 16
+struct dc_json {
+	struct dc_buf *b;
+	int depth;
+	bool first[JSON_MAX_DEPTH];
+};
+
+void json_init(struct dc_json *j, struct dc_buf *b);
+void json_obj_begin(struct dc_json *j);
+void json_obj_end(struct dc_json *j);
+void json_arr_begin(struct dc_json *j);
+void json_arr_end(struct dc_json *j);
+void json_key(struct dc_json *j, const char *k);
+void json_str(struct dc_json *j, const char *s);
+void json_strn(struct dc_json *j, const char *s, size_t n);
+void json_u64(struct dc_json *j, uint64_t v);
+void json_i64(struct dc_json *j, int64_t v);
+void json_double(struct dc_json *j, double v);
+void json_bool(struct dc_json *j, bool v);
+
+/* Escape s (n bytes) as a JSON string literal, quotes included. */
+void json_escape(struct dc_buf *b, const char *s, size_t n);
+
+#endif

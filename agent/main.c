@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "config.h"
+#include "log.h"
+#include "manager.h"
+
+/* Exit codes: 0 done, 1 could not run (BPF refused, output unusable, ...),
+ * 2 bad command line or configuration. */
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE 2
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char *buf = NULL;
+	size_t n;
+
+	/* libbpf's warnings include expected refusals while probing mechanisms;
+	 * the agent logs the outcome itself, so libbpf's text is debug detail
+	 * (verifier logs included: they can be long, hence no fixed buffer) */
+	if (log_get_max_level() < LOG_DEBUG || vasprintf(&buf, fmt, ap) < 0)
+		return 0;
+	n = strlen(buf);
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+	fprintf(stderr, "libbpf: %s\n", buf);
+	free(buf);
+	return 0;
+}
+
+static int load_config(const struct dc_args *a, struct dc_config *cfg)
+{
+	const char *path = a->config;
+	char err[1024];
+	int r;
+
+	config_defaults(cfg);
+	if (!path && access(DC_CONFIG_DEFAULT_PATH, F_OK) == 0)
+		path = DC_CONFIG_DEFAULT_PATH;
+	if (path) {
+		r = config_load(cfg, path, err, sizeof(err));
+		if (r < 0)
+			return log_error("Invalid configuration: %s", err), r;
+	}
+	if (a->interval && (r = config_set(cfg, "interval", a->interval, err, sizeof(err))) < 0)
+		return log_error("--interval: %s", err), r;
+	if (a->output && (r = config_set(cfg, "output.path", a->output, err, sizeof(err))) < 0)
+		return log_error("--output: %s", err), r;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct manager *m = NULL;
+	struct dc_config cfg;
+	struct dc_args a;
+	char err[4096];
+	int r, level;
+
+	log_init();
+	if (args_parse(argc, argv, &a, err, sizeof(err)) < 0) {
+		fprintf(stderr, "datacrumbs: %s\nTry 'datacrumbs --help'.\n", err);
+		return EXIT_USAGE;
+	}
+	switch (a.action) {
+	case DC_ACTION_HELP:
+		args_usage(argv[0], err, sizeof(err));
+		fputs(err, stdout);
+		return 0;
+	case DC_ACTION_VERSION:
+		printf("datacrumbs %s\n", DC_VERSION);
+		return 0;
+	case DC_ACTION_HELP_CONFIG:
+		config_print_help(stdout);
+		return 0;
+	default:
+		break;
+	}
+
+	if (load_config(&a, &cfg) < 0)
+		return EXIT_USAGE;
+	if (a.action == DC_ACTION_CHECK_CONFIG) {
+		printf("configuration %s is valid\n", a.config ? a.config : "(defaults)");
+		return 0;
+	}
+	level = log_parse_level(cfg.log_level);
+	log_set_max_level(level < 0 ? LOG_INFO : level);
+	libbpf_set_print(libbpf_print);
+
+	r = manager_new(&cfg, a.duration, &m);
+	if (r < 0)
+		return EXIT_RUNTIME;
+	r = manager_run(m);
+	manager_free(m);
+	return r < 0 ? EXIT_RUNTIME : 0;
+}

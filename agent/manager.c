@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "probe-syscall.h"
+#include "record.h"
+#include "selfstat.h"
+#include "sink.h"
+#include "window.h"
+
+/* What a sink may hold for retry when its destination fails (disk full). */
+#define SINK_MAX_PENDING (64u << 20)
+
+struct manager {
+	struct dc_config cfg;
+	sd_event *event;
+	sd_event_source *timer;
+	struct probe_syscall *sys;
+	struct cgroup_cache *cgroups;
+	struct dc_sink *sink;
+	struct dc_windows win;
+	char host[256];
+	char run_id[40];
+	char boot_id[40];
+	struct dc_buf rec;
+	struct dc_selfstat self;
+	struct dc_probe_report probes[1];
+	bool stopping;
+};
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static void read_id(const char *path, char *out, size_t len)
+{
+	FILE *f = fopen(path, "re");
+
+	out[0] = 0;
+	if (!f)
+		return;
+	if (fgets(out, (int)len, f))
+		out[strcspn(out, "\n")] = 0;
+	fclose(f);
+}
+
+struct manager *manager_free(struct manager *m)
+{
+	if (!m)
+		return NULL;
+	sd_event_source_unref(m->timer);
+	sd_event_unref(m->event);
+	m->sys = probe_syscall_free(m->sys);
+	m->cgroups = cgroup_cache_free(m->cgroups);
+	m->sink = sink_free(m->sink);
+	buf_free(&m->rec);
+	free(m);
+	return NULL;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct manager *, manager_free);
+
+/* Close the current window and publish everything it counted. */
+static int manager_close_window(struct manager *m)
+{
+	struct dc_drain_result res = {};
+	struct dc_agent_stats st = {};
+	struct dc_selfstat self = {};
+	struct dc_window w;
+	struct dc_record_ctx ctx;
+	uint64_t t0, records = 0, events = 0;
+	int r;
+
+	windows_close(&m->win, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_REALTIME) / 1000, &w);
+	ctx = (struct dc_record_ctx){
+		.host = m->host, .run_id = m->run_id, .boot_id = m->boot_id, .w = &w
+	};
+
+	r = probe_syscall_flip_and_drain(m->sys, &res);
+	if (r < 0)
+		/* the counts stay in the kernel map and are drained with the next window */
+		log_warning_errno(r, "Window %llu: cannot drain the syscall maps: %m; retrying next window",
+				  (unsigned long long)w.seq);
+
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	featvec_sort(res.entries, res.n);
+	for (size_t i = 0; i < res.n;) {
+		size_t end = featvec_group_end(res.entries, res.n, i);
+		char comm[DC_COMM_LEN + 1];
+		struct dc_proc_ident id = {
+			.pid = res.entries[i].tgid,
+			.comm = comm,
+			.cgroup_id = res.entries[i].cgroup_id,
+		};
+
+		probe_syscall_comm(m->sys, id.pid, comm, sizeof(comm));
+		id.cgroup = cgroup_cache_path(m->cgroups, id.cgroup_id);
+		for (size_t k = i; k < end; k++)
+			events += res.entries[k].v.count;
+		buf_reset(&m->rec);
+		record_features(&m->rec, &ctx, &id, res.entries + i, end - i);
+		if (!m->rec.err && sink_write(m->sink, DC_REC_FEATURES, &w, m->rec.data, m->rec.len) == 0)
+			records++;
+		i = end;
+	}
+	for (unsigned op = 0; op < DC_OP_MAX; op++)
+		events += res.overflow[op].v.count;
+
+	selfstat_read(&self);
+	st = (struct dc_agent_stats){
+		.version = DC_VERSION,
+		.events = events,
+		.records = records,
+		.keys = res.n,
+		.unattributed = res.overflow,
+		.n_unattributed = DC_OP_MAX,
+		.flip_us = res.flip_us,
+		.drain_us = res.drain_us,
+		.encode_us = (clock_ns(CLOCK_MONOTONIC) - t0) / 1000,
+		.cpu_user_us = self.user_us - m->self.user_us,
+		.cpu_sys_us = self.sys_us - m->self.sys_us,
+		.rss_kib = self.rss_kib,
+		.sink_errors = m->sink->stats.errors,
+		.sink_pending_bytes = m->sink->stats.pending_bytes,
+		.sink_dropped_bytes = m->sink->stats.dropped_bytes,
+		.max_keys = probe_syscall_max_keys(m->sys),
+		.map_layout = probe_syscall_layout(m->sys),
+		.probes = m->probes,
+		.n_probes = ELEMENTSOF(m->probes),
+	};
+	memcpy(st.counters, res.counters, sizeof(st.counters));
+	st.cpu_share = window_seconds(&w) > 0 ?
+			       (double)(st.cpu_user_us + st.cpu_sys_us) / 1e6 / window_seconds(&w) :
+			       0;
+	m->self = self;
+
+	buf_reset(&m->rec);
+	record_agent(&m->rec, &ctx, &st);
+	if (!m->rec.err)
+		sink_write(m->sink, DC_REC_AGENT, &w, m->rec.data, m->rec.len);
+	/* a failing sink logs once per failure streak itself and keeps the data */
+	sink_flush(m->sink);
+	return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct manager *m = userdata;
+	uint64_t next;
+
+	manager_close_window(m);
+	next = windows_deadline(&m->win, clock_ns(CLOCK_MONOTONIC));
+	sd_event_source_set_time(s, next / NSEC_PER_USEC);
+	sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	return 0;
+}
+
+static int on_stop(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct manager *m = userdata;
+
+	if (m->stopping)
+		return 0;
+	m->stopping = true;
+	sd_notify(0, "STOPPING=1");
+	log_info("Received %s, publishing the last window and exiting", si ? strsignal((int)si->ssi_signo) : "stop");
+	/* the partial window is published, so a stop loses nothing */
+	manager_close_window(m);
+	return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+static int on_duration(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	return on_stop(s, NULL, userdata);
+}
+
+static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	log_notice("Received SIGHUP: configuration reload is not implemented yet, ignoring");
+	return 0;
+}
+
+int manager_new(const struct dc_config *cfg, double duration_sec, struct manager **ret)
+{
+	_cleanup_(manager_freep) struct manager *m = NULL;
+	sigset_t mask;
+	int r;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return log_error_errno(-ENOMEM, "Out of memory");
+	m->cfg = *cfg;
+
+	if (cfg->host[0])
+		snprintf(m->host, sizeof(m->host), "%s", cfg->host);
+	else if (gethostname(m->host, sizeof(m->host) - 1) < 0)
+		snprintf(m->host, sizeof(m->host), "unknown");
+	read_id("/proc/sys/kernel/random/uuid", m->run_id, sizeof(m->run_id));
+	read_id("/proc/sys/kernel/random/boot_id", m->boot_id, sizeof(m->boot_id));
+
+	r = sink_file_new(cfg->output, SINK_MAX_PENDING, &m->sink);
+	if (r < 0)
+		return log_error_errno(r, "Cannot open the output %s: %m", cfg->output);
+
+	r = cgroup_cache_new(NULL, &m->cgroups);
+	if (r < 0)
+		log_warning_errno(r, "Cannot open the cgroup2 hierarchy (%m): records will carry "
+				  "cgroup ids without paths, ignoring");
+
+	r = probe_syscall_new(cfg, &m->sys);
+	if (r < 0)
+		return r;
+	m->probes[0] = (struct dc_probe_report){
+		.name = "syscall",
+		.mechanism = probe_syscall_mechanism(m->sys),
+		.detail = probe_syscall_detail(m->sys),
+	};
+
+	r = sd_event_default(&m->event);
+	if (r < 0)
+		return log_error_errno(r, "Cannot create the event loop: %m");
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	if ((r = sd_event_add_signal(m->event, NULL, SIGINT, on_stop, m)) < 0 ||
+	    (r = sd_event_add_signal(m->event, NULL, SIGTERM, on_stop, m)) < 0 ||
+	    (r = sd_event_add_signal(m->event, NULL, SIGHUP, on_hup, m)) < 0)
+		return log_error_errno(r, "Cannot install signal handlers: %m");
+
+	windows_init(&m->win, (uint64_t)(cfg->interval * 1e9), clock_ns(CLOCK_MONOTONIC),
+		     clock_ns(CLOCK_REALTIME) / 1000);
+	selfstat_read(&m->self);
+	r = sd_event_add_time(m->event, &m->timer, CLOCK_MONOTONIC,
+			      windows_deadline(&m->win, clock_ns(CLOCK_MONOTONIC)) / NSEC_PER_USEC,
+			      /* accuracy */ 1000, on_timer, m);
+	if (r < 0)
+		return log_error_errno(r, "Cannot arm the window timer: %m");
+	if (duration_sec > 0) {
+		r = sd_event_add_time_relative(m->event, NULL, CLOCK_MONOTONIC,
+					       (uint64_t)(duration_sec * 1e6), 1000, on_duration, m);
+		if (r < 0)
+			return log_error_errno(r, "Cannot arm the duration timer: %m");
+	}
+	/* pings only when systemd asked for a watchdog (WATCHDOG_USEC) */
+	sd_event_set_watchdog(m->event, true);
+
+	*ret = TAKE_PTR(m);
+	return 0;
+}
+
+int manager_run(struct manager *m)
+{
+	int r;
+
+	sd_notifyf(0, "READY=1\nSTATUS=syscall probes on %s, %g s windows, writing to %s",
+		   probe_syscall_mechanism(m->sys), m->cfg.interval, m->cfg.output);
+	log_info("Running: %g s windows, records to %s", m->cfg.interval, m->cfg.output);
+	r = sd_event_loop(m->event);
+	if (r < 0)
+		return log_error_errno(r, "Event loop failed: %m");
+	return r;
+}

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "drain.h"
+#include "log.h"
+#include "macro.h"
+#include "ops.h"
+#include "probe-syscall.h"
+#include "syscall.skel.h"
+
+enum mech { MECH_TP_BTF, MECH_RAW_TP, MECH_TRACEPOINT, MECH_MAX };
+static const char *const mech_names[MECH_MAX] = { "tp_btf", "raw_tp", "tracepoint" };
+
+struct probe_syscall {
+	struct syscall_bpf *skel;
+	enum mech mech;
+	bool percpu;
+	int ncpus;
+	uint64_t max_keys;
+	int inner_fd[2];
+	int active; /* index of the inner map programs write now */
+	char detail[512];
+	struct dc_agg_entry *entries;
+	size_t cap;
+	size_t n;
+	struct dc_agg_sum overflow_prev[DC_OP_MAX];
+	uint64_t counters_prev[DC_CNT_MAX];
+};
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void probe_close_maps(struct probe_syscall *p)
+{
+	for (int i = 0; i < 2; i++)
+		if (p->inner_fd[i] >= 0) {
+			close(p->inner_fd[i]);
+			p->inner_fd[i] = -1;
+		}
+}
+
+struct probe_syscall *probe_syscall_free(struct probe_syscall *p)
+{
+	if (!p)
+		return NULL;
+	syscall_bpf__destroy(p->skel);
+	probe_close_maps(p);
+	free(p->entries);
+	free(p);
+	return NULL;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_syscall *, probe_syscall_free);
+
+static int choose_layout(const struct dc_config *cfg, int ncpus, bool *percpu)
+{
+	/* both windows' maps, preallocated: keys x value x CPUs (+ per-element overhead) */
+	uint64_t per_cpu_bytes = 2 * (uint64_t)cfg->max_keys *
+				 ((sizeof(struct dc_agg_val) + 7) / 8 * 8) * (uint64_t)ncpus;
+
+	if (!strcmp(cfg->map_layout, "percpu"))
+		*percpu = true;
+	else if (!strcmp(cfg->map_layout, "shared"))
+		*percpu = false;
+	else
+		*percpu = per_cpu_bytes <= (uint64_t)cfg->map_memory_mib << 20;
+	return 0;
+}
+
+/* Open, configure and load the skeleton with one mechanism's programs. */
+static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, enum mech m,
+			 bool task_storage)
+{
+	struct bpf_program *enter[MECH_MAX], *exit_[MECH_MAX];
+	struct syscall_bpf *skel;
+	__u32 zero = 0;
+	int r;
+
+	skel = syscall_bpf__open();
+	if (!skel)
+		return -errno;
+	p->skel = skel;
+
+	skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
+	skel->rodata->use_task_storage = task_storage;
+	ops_fill_nr_table((uint8_t *)skel->rodata->nr_to_op, DC_NR_MAX);
+	for (unsigned op = 0; op < DC_OP_MAX; op++)
+		skel->rodata->op_size_src[op] = (__u8)ops_get(op)->size_src;
+
+	enter[MECH_TP_BTF] = skel->progs.dc_enter_btf;
+	exit_[MECH_TP_BTF] = skel->progs.dc_exit_btf;
+	enter[MECH_RAW_TP] = skel->progs.dc_enter_raw;
+	exit_[MECH_RAW_TP] = skel->progs.dc_exit_raw;
+	enter[MECH_TRACEPOINT] = skel->progs.dc_enter_tp;
+	exit_[MECH_TRACEPOINT] = skel->progs.dc_exit_tp;
+	for (int i = 0; i < MECH_MAX; i++) {
+		bpf_program__set_autoload(enter[i], i == (int)m);
+		bpf_program__set_autoload(exit_[i], i == (int)m);
+	}
+
+	/* the stash the programs do not use is never created (libbpf poisons
+	 * the dead references; the verifier prunes them on the rodata flag) */
+	bpf_map__set_autocreate(skel->maps.stash_task, task_storage);
+	bpf_map__set_autocreate(skel->maps.stash_tid, !task_storage);
+	bpf_map__set_max_entries(skel->maps.stash_tid, (__u32)cfg->max_threads);
+	bpf_map__set_max_entries(skel->maps.procs, (__u32)cfg->max_procs);
+
+	/* Both window maps are made here and the first serves as the template
+	 * for the map-of-maps: libbpf 1.1 cannot resize its own inner template
+	 * (bpf_map__set_max_entries() dereferences the template's NULL obj). */
+	for (int i = 0; i < 2; i++) {
+		p->inner_fd[i] = bpf_map_create(p->percpu ? BPF_MAP_TYPE_PERCPU_HASH : BPF_MAP_TYPE_HASH,
+						i ? "dc_agg_b" : "dc_agg_a", sizeof(struct dc_agg_key),
+						sizeof(struct dc_agg_val), (__u32)p->max_keys, NULL);
+		if (p->inner_fd[i] < 0)
+			return -errno;
+	}
+	r = bpf_map__set_inner_map_fd(skel->maps.agg_gen, p->inner_fd[0]);
+	if (r)
+		return r;
+
+	r = syscall_bpf__load(skel);
+	if (r)
+		return r;
+
+	p->active = 0;
+	if (bpf_map_update_elem(bpf_map__fd(skel->maps.agg_gen), &zero, &p->inner_fd[0], BPF_ANY))
+		return -errno;
+
+	return syscall_bpf__attach(skel);
+}
+
+static void reset_attempt(struct probe_syscall *p)
+{
+	syscall_bpf__destroy(p->skel);
+	p->skel = NULL;
+	probe_close_maps(p);
+}
+
+int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
+{
+	_cleanup_(probe_syscall_freep) struct probe_syscall *p = NULL;
+	bool task_storage;
+	enum mech first = MECH_TP_BTF, last = MECH_TRACEPOINT;
+	size_t off = 0;
+	int r = -ENOENT;
+
+	if (access("/sys/kernel/btf/vmlinux", R_OK) < 0)
+		return log_error_errno(-errno, "This kernel exposes no BTF (/sys/kernel/btf/vmlinux: %m); "
+				       "datacrumbs needs CONFIG_DEBUG_INFO_BTF=y to relocate its probes");
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return log_error_errno(-ENOMEM, "Out of memory");
+	p->inner_fd[0] = p->inner_fd[1] = -1;
+	p->ncpus = libbpf_num_possible_cpus();
+	if (p->ncpus <= 0)
+		return log_error_errno(p->ncpus, "Cannot count possible CPUs: %m");
+	p->max_keys = (uint64_t)cfg->max_keys;
+	choose_layout(cfg, p->ncpus, &p->percpu);
+
+	r = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL);
+	if (r == -EPERM || r == -EACCES)
+		return log_error_errno(r, "Not allowed to use BPF (%m): run datacrumbs as root, or "
+				       "with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE");
+	task_storage = r == 1;
+
+	if (strcmp(cfg->syscall_mechanism, "auto")) {
+		for (int i = 0; i < MECH_MAX; i++)
+			if (!strcmp(cfg->syscall_mechanism, mech_names[i]))
+				first = last = (enum mech)i;
+	}
+	for (enum mech m = first; m <= last; m++) {
+		r = try_mechanism(p, cfg, m, task_storage);
+		if (!r) {
+			p->mech = m;
+			off += (size_t)snprintf(p->detail + off, sizeof(p->detail) - off,
+						"%sentry stash in %s", off ? "; " : "",
+						task_storage ? "task storage" : "a per-thread hash");
+			log_info("syscall probes attached with %s (%s, %s maps of %llu keys)",
+				 mech_names[m], task_storage ? "task storage" : "thread hash",
+				 p->percpu ? "per-CPU" : "shared",
+				 (unsigned long long)p->max_keys);
+			*ret = TAKE_PTR(p);
+			return 0;
+		}
+		if (r == -EPERM || r == -EACCES)
+			return log_error_errno(r, "Not allowed to load BPF programs (%m): run datacrumbs "
+					       "as root, or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE");
+		log_notice("syscall probes: %s refused by this kernel (%s)%s", mech_names[m],
+			   strerror(-r), m < last ? ", trying the next mechanism" : "");
+		off += (size_t)snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s refused: %s",
+					off ? "; " : "", mech_names[m], strerror(-r));
+		if (off >= sizeof(p->detail))
+			off = sizeof(p->detail) - 1;
+		reset_attempt(p);
+	}
+	return log_error_errno(r, "No mechanism could attach the system-call probes (%s)", p->detail);
+}
+
+const char *probe_syscall_mechanism(const struct probe_syscall *p)
+{
+	return mech_names[p->mech];
+}
+
+const char *probe_syscall_detail(const struct probe_syscall *p)
+{
+	return p->detail;
+}
+
+const char *probe_syscall_layout(const struct probe_syscall *p)
+{
+	return p->percpu ? "percpu" : "shared";
+}
+
+uint64_t probe_syscall_max_keys(const struct probe_syscall *p)
+{
+	return p->max_keys;
+}
+
+static int collect(const void *key, const void *values, int ncpus, void *ctx)
+{
+	struct probe_syscall *p = ctx;
+	const struct dc_agg_key *k = key;
+	struct dc_agg_entry *e;
+
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 256;
+		void *n = realloc(p->entries, cap * sizeof(*p->entries));
+
+		if (!n)
+			return -ENOMEM;
+		p->entries = n;
+		p->cap = cap;
+	}
+	e = &p->entries[p->n++];
+	memset(e, 0, sizeof(*e));
+	e->cgroup_id = k->cgroup_id;
+	e->tgid = k->tgid;
+	e->op = k->op;
+	for (int c = 0; c < ncpus; c++)
+		agg_sum_add_val(&e->v, (const struct dc_agg_val *)((const char *)values +
+								   (size_t)c * sizeof(struct dc_agg_val)));
+	return 0;
+}
+
+/* Sum a per-CPU array element over CPUs. */
+static int percpu_lookup(int fd, __u32 key, void *buf)
+{
+	return bpf_map_lookup_elem(fd, &key, buf) ? -errno : 0;
+}
+
+static void read_counters(struct probe_syscall *p, uint64_t out[DC_CNT_MAX])
+{
+	_cleanup_free_ __u64 *vals = calloc((size_t)p->ncpus, sizeof(__u64));
+	int fd = bpf_map__fd(p->skel->maps.counters);
+
+	for (__u32 i = 0; i < DC_CNT_MAX; i++) {
+		uint64_t sum = 0;
+
+		if (vals && !percpu_lookup(fd, i, vals))
+			for (int c = 0; c < p->ncpus; c++)
+				sum += vals[c];
+		out[i] = sum - p->counters_prev[i];
+		p->counters_prev[i] = sum;
+	}
+}
+
+static void read_overflow(struct probe_syscall *p, struct dc_agg_entry out[DC_OP_MAX])
+{
+	_cleanup_free_ struct dc_agg_val *vals = calloc((size_t)p->ncpus, sizeof(*vals));
+	int fd = bpf_map__fd(p->skel->maps.agg_overflow);
+
+	for (__u32 op = 0; op < DC_OP_MAX; op++) {
+		struct dc_agg_sum cur = {};
+
+		out[op] = (struct dc_agg_entry){ .op = (uint16_t)op };
+		if (!vals || percpu_lookup(fd, op, vals))
+			continue;
+		for (int c = 0; c < p->ncpus; c++)
+			agg_sum_add_val(&cur, &vals[c]);
+		/* the kernel's 32-bit slots wrap; deltas of the 64-bit sums of
+		 * wrapped slots would not, so fold slot deltas modulo 2^32 */
+		agg_sum_delta(&out[op].v, &cur, &p->overflow_prev[op]);
+		for (unsigned i = 0; i < DC_LAT_SLOTS; i++)
+			out[op].v.lat[i] &= 0xFFFFFFFFu;
+		for (unsigned i = 0; i < DC_SIZE_SLOTS; i++)
+			out[op].v.size[i] &= 0xFFFFFFFFu;
+		p->overflow_prev[op] = cur;
+	}
+}
+
+int probe_syscall_flip_and_drain(struct probe_syscall *p, struct dc_drain_result *res)
+{
+	int outer = bpf_map__fd(p->skel->maps.agg_gen), next = 1 - p->active, r;
+	__u32 zero = 0;
+	uint64_t t0, t1;
+
+	t0 = now_us();
+	/* returns only after every program that could still hold the old map
+	 * has finished (map-of-maps updates wait for an RCU grace period) */
+	if (bpf_map_update_elem(outer, &zero, &p->inner_fd[next], BPF_ANY))
+		return -errno;
+	t1 = now_us();
+	p->n = 0;
+	r = drain_hash(p->inner_fd[p->active], sizeof(struct dc_agg_key), sizeof(struct dc_agg_val),
+		       p->percpu, p->ncpus, p->max_keys, collect, p, &res->used_batch);
+	p->active = next;
+	if (r < 0)
+		return r;
+	read_counters(p, res->counters);
+	read_overflow(p, res->overflow);
+	res->entries = p->entries;
+	res->n = p->n;
+	res->flip_us = t1 - t0;
+	res->drain_us = now_us() - t1;
+	return 0;
+}
+
+void probe_syscall_comm(struct probe_syscall *p, uint32_t tgid, char *comm, size_t len)
+{
+	struct dc_proc proc;
+
+	if (!bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.procs), &tgid, &proc)) {
+		size_t n = strnlen(proc.comm, sizeof(proc.comm));
+
+		if (n >= len)
+			n = len - 1;
+		memcpy(comm, proc.comm, n);
+		comm[n] = 0;
+	} else {
+		comm[0] = 0;
+	}
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef DC_PROBE_SYSCALL_H
+#define DC_PROBE_SYSCALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "featvec.h"
+
+struct probe_syscall;
+
+/* Open, size, load and attach, trying mechanisms from cheapest to most
+ * portable. Returns -errno and logs why each mechanism was refused. */
+int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret);
+struct probe_syscall *probe_syscall_free(struct probe_syscall *p);
+
+const char *probe_syscall_mechanism(const struct probe_syscall *p);
+const char *probe_syscall_detail(const struct probe_syscall *p);
+const char *probe_syscall_layout(const struct probe_syscall *p);
+uint64_t probe_syscall_max_keys(const struct probe_syscall *p);
+
+struct dc_drain_result {
+	struct dc_agg_entry *entries; /* owned by the probe, valid until the next drain */
+	size_t n;
+	struct dc_agg_entry overflow[DC_OP_MAX]; /* this window's unattributed calls, by op */
+	uint64_t counters[DC_CNT_MAX];           /* this window's loss counters */
+	uint64_t flip_us, drain_us;
+	bool used_batch;
+};
+
+/* Close the window in the kernel (switch maps, wait out running programs)
+ * and collect everything the closed window counted. */
+int probe_syscall_flip_and_drain(struct probe_syscall *p, struct dc_drain_result *res);
+
+/* The comm the kernel recorded for tgid; "" if unknown. */
+void probe_syscall_comm(struct probe_syscall *p, uint32_t tgid, char *comm, size_t len);
+
+#endif

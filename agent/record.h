@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef DC_RECORD_H
+#define DC_RECORD_H
+
+#include <stdint.h>
+
+#include "datacrumbs/syscall.h"
+#include "featvec.h"
+#include "json.h"
+#include "window.h"
+
+/* Schema of every record this agent writes; docs/records.md. Bump on any
+ * incompatible change (a field removed, renamed or re-meant). */
+#define DC_RECORD_SCHEMA 1
+
+enum dc_rec_type {
+	DC_REC_FEATURES = 0,
+	DC_REC_AGENT = 1,
+	DC_REC_MAX,
+};
+
+const char *record_type_name(enum dc_rec_type t);
+
+struct dc_record_ctx {
+	const char *host;
+	const char *run_id;  /* random per agent start: (host, run, window) identifies a window */
+	const char *boot_id;
+	const struct dc_window *w;
+};
+
+struct dc_proc_ident {
+	uint32_t pid;
+	const char *comm;
+	uint64_t cgroup_id;
+	const char *cgroup; /* path below the cgroup2 root, "" if unresolved */
+};
+
+/* One feature-vector record (one JSON line, newline included). */
+void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
+		     const struct dc_proc_ident *id, const struct dc_agg_entry *e, size_t n);
+
+struct dc_probe_report {
+	const char *name;
+	const char *mechanism; /* "" when not attached */
+	const char *detail;    /* why not, or what was tried */
+};
+
+struct dc_agent_stats {
+	const char *version;
+	uint64_t events;        /* calls counted in this window, attributed or not */
+	uint64_t records;       /* feature records written for this window */
+	uint64_t keys;          /* (process, cgroup, op) keys drained */
+	uint64_t counters[DC_CNT_MAX]; /* deltas of the kernel's loss counters */
+	const struct dc_agg_entry *unattributed; /* per-op calls that overflowed the map */
+	size_t n_unattributed;
+	uint64_t flip_us, drain_us, encode_us;
+	uint64_t cpu_user_us, cpu_sys_us; /* agent user-space CPU in this window */
+	double cpu_share;                 /* (user + sys) / window wall time */
+	uint64_t rss_kib;
+	uint64_t sink_errors, sink_pending_bytes, sink_dropped_bytes;
+	uint64_t max_keys;
+	const char *map_layout;
+	const struct dc_probe_report *probes;
+	size_t n_probes;
+};
+
+void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struct dc_agent_stats *s);
+
+#endif

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "log.h"
+#include "macro.h"
+#include "sink.h"
+
+struct sink_file {
+	struct dc_sink base;
+	char path[PATH_MAX];
+	int fd;
+	bool owned;
+	size_t max_pending;
+	struct dc_buf buf;   /* records not yet committed */
+	uint64_t buf_records;
+	int last_err;
+};
+
+static int mkdir_parents(const char *path)
+{
+	char tmp[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(tmp, path, len + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return 0;
+}
+
+static int file_write(struct dc_sink *s, enum dc_rec_type type, const struct dc_window *w,
+		      const char *data, size_t len)
+{
+	struct sink_file *f = (struct sink_file *)s;
+
+	buf_put(&f->buf, data, len);
+	if (f->buf.err)
+		return -f->buf.err;
+	f->buf_records++;
+	return 0;
+}
+
+static int file_flush(struct dc_sink *s)
+{
+	struct sink_file *f = (struct sink_file *)s;
+	size_t off = 0;
+
+	while (off < f->buf.len) {
+		ssize_t n = write(f->fd, f->buf.data + off, f->buf.len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int r = n < 0 ? -errno : -EIO;
+
+			/* keep the uncommitted tail for the next flush */
+			memmove(f->buf.data, f->buf.data + off, f->buf.len - off);
+			f->buf.len -= off;
+			s->stats.bytes += off;
+			s->stats.errors++;
+			if (r != f->last_err)
+				log_error_errno(r, "Cannot write records to %s: %m; keeping them for retry",
+						f->path);
+			f->last_err = r;
+			if (f->buf.len > f->max_pending) {
+				/* bounded: drop the oldest whole lines beyond the limit */
+				size_t cut = f->buf.len - f->max_pending;
+				char *nl = memchr(f->buf.data + cut, '\n', f->buf.len - cut);
+
+				cut = nl ? (size_t)(nl - f->buf.data) + 1 : f->buf.len;
+				memmove(f->buf.data, f->buf.data + cut, f->buf.len - cut);
+				f->buf.len -= cut;
+				s->stats.dropped_bytes += cut;
+			}
+			s->stats.pending_bytes = f->buf.len;
+			return r;
+		}
+		off += (size_t)n;
+	}
+	if (f->last_err)
+		log_notice("Writing records to %s works again", f->path);
+	f->last_err = 0;
+	s->stats.bytes += off;
+	s->stats.records += f->buf_records;
+	f->buf_records = 0;
+	buf_reset(&f->buf);
+	s->stats.pending_bytes = 0;
+	return 0;
+}
+
+static void file_free(struct dc_sink *s)
+{
+	struct sink_file *f = (struct sink_file *)s;
+
+	if (f->buf.len)
+		file_flush(s);
+	if (f->owned && f->fd >= 0)
+		close(f->fd);
+	buf_free(&f->buf);
+	free(f);
+}
+
+static const struct dc_sink_ops file_ops = {
+	.name = "file",
+	.write = file_write,
+	.flush = file_flush,
+	.free = file_free,
+};
+
+int sink_file_new(const char *path, size_t max_pending, struct dc_sink **ret)
+{
+	struct sink_file *f = calloc(1, sizeof(*f));
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	f->base.ops = &file_ops;
+	f->max_pending = max_pending;
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	if (!strcmp(path, "-")) {
+		f->fd = STDOUT_FILENO;
+		snprintf(f->path, sizeof(f->path), "standard output");
+	} else {
+		r = mkdir_parents(path);
+		if (r < 0) {
+			free(f);
+			return r;
+		}
+		f->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+		if (f->fd < 0) {
+			r = -errno;
+			free(f);
+			return r;
+		}
+		f->owned = true;
+	}
+	*ret = &f->base;
+	return 0;
+}

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "window.h"
+
+void windows_init(struct dc_windows *ws, uint64_t interval_ns, uint64_t now_mono_ns,
+		  uint64_t now_real_us)
+{
+	*ws = (struct dc_windows){
+		.interval_ns = interval_ns,
+		.origin_mono_ns = now_mono_ns,
+		.cur = { .seq = 0, .start_real_us = now_real_us, .start_mono_ns = now_mono_ns },
+	};
+}
+
+void windows_close(struct dc_windows *ws, uint64_t now_mono_ns, uint64_t now_real_us,
+		   struct dc_window *closed)
+{
+	struct dc_window *c = &ws->cur;
+
+	c->end_mono_ns = now_mono_ns;
+	/* the wall clock may step backwards; a window never ends before it starts */
+	c->end_real_us = now_real_us >= c->start_real_us ? now_real_us : c->start_real_us;
+	*closed = *c;
+	*c = (struct dc_window){
+		.seq = closed->seq + 1,
+		.start_real_us = closed->end_real_us,
+		.start_mono_ns = closed->end_mono_ns,
+	};
+}
+
+uint64_t windows_deadline(const struct dc_windows *ws, uint64_t now_mono_ns)
+{
+	uint64_t d = ws->cur.start_mono_ns + ws->interval_ns;
+	uint64_t k;
+
+	/* align to the origin's grid so windows keep their phase */
+	if (ws->cur.start_mono_ns >= ws->origin_mono_ns) {
+		k = (ws->cur.start_mono_ns - ws->origin_mono_ns) / ws->interval_ns + 1;
+		d = ws->origin_mono_ns + k * ws->interval_ns;
+	}
+	if (d <= now_mono_ns) {
+		k = (now_mono_ns - ws->origin_mono_ns) / ws->interval_ns + 1;
+		d = ws->origin_mono_ns + k * ws->interval_ns;
+	}
+	return d;
+}
+
+void windows_set_interval(struct dc_windows *ws, uint64_t interval_ns)
+{
+	ws->interval_ns = interval_ns;
+	ws->origin_mono_ns = ws->cur.start_mono_ns;
+}
+
+double window_seconds(const struct dc_window *w)
+{
+	return (double)(w->end_mono_ns - w->start_mono_ns) / 1e9;
+}

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * System-call layer: every file I/O call of every process, aggregated per
+ * window in the kernel by (cgroup, process, operation).
+ *
+ * Attach: one program on sys_enter and one on sys_exit, filtering the
+ * syscall number through a table, instead of one program per syscall
+ * tracepoint. Each variant below is the same logic on a different mechanism;
+ * the agent loads the cheapest one the kernel accepts (tp_btf, then raw_tp,
+ * then the raw_syscalls tracepoint) and reports which.
+ *
+ * Windows: the aggregation map in use is the single slot of the map-of-maps
+ * agg_gen. To close a window the agent points that slot at the other inner
+ * map; the kernel's map-of-maps update waits for every running BPF program
+ * to finish (maybe_wait_bpf_programs() -> synchronize_rcu()), so once the
+ * update returns no program still writes the old map and the agent drains
+ * it with nothing in flight: no increment lost, none counted twice.
+ */
+#include "dc_vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "datacrumbs/syscall.h"
+#include "datacrumbs/hist.h"
+#include "common.bpf.h"
+
+/* Set before load by the agent; frozen afterwards. */
+const volatile __u32 agent_tgid = 0;
+const volatile bool use_task_storage = true;
+const volatile __u8 nr_to_op[DC_NR_MAX] = {};
+const volatile __u8 op_size_src[DC_OP_MAX] = {};
+
+static const struct dc_agg_val zero_val;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct dc_stash);
+} stash_task SEC(".maps");
+
+/* Fallback for kernels without task storage for tracing programs (< 5.11). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536); /* sized from config before load */
+	__type(key, __u32);
+	__type(value, struct dc_stash);
+} stash_tid SEC(".maps");
+
+/* Type (per-CPU or shared hash) and size set from config before load.
+ * Sizes, not __type(): clang emits only a forward declaration for a struct
+ * named solely inside a map-in-map template, and libbpf needs its size. */
+struct agg_inner {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__uint(key_size, sizeof(struct dc_agg_key));
+	__uint(value_size, sizeof(struct dc_agg_val));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct agg_inner);
+} agg_gen SEC(".maps");
+
+/* Calls whose key found no room in the window map: still counted, by op, so
+ * that totals stay exact when attribution is lost. Monotonic. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DC_OP_MAX);
+	__type(key, __u32);
+	__type(value, struct dc_agg_val);
+} agg_overflow SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DC_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384); /* sized from config before load */
+	__type(key, __u32);
+	__type(value, struct dc_proc);
+} procs SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+
+	if (c)
+		dc_add(c, 1);
+}
+
+static __always_inline struct dc_stash *stash_get(__u32 tid, bool create)
+{
+	if (use_task_storage)
+		return bpf_task_storage_get(&stash_task, (void *)bpf_get_current_task_btf(), 0,
+					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (create) {
+		struct dc_stash z = {};
+
+		bpf_map_update_elem(&stash_tid, &tid, &z, BPF_ANY);
+	}
+	return bpf_map_lookup_elem(&stash_tid, &tid);
+}
+
+/* Consumes the entry this thread left for op; false if there is none. */
+static __always_inline bool stash_take(__u32 tid, __u32 op, __u64 *ts, __u64 *size)
+{
+	struct dc_stash *st = stash_get(tid, false);
+
+	if (!st || st->op != op || !st->ts)
+		return false;
+	*ts = st->ts;
+	*size = st->size;
+	if (use_task_storage)
+		st->ts = 0;
+	else
+		bpf_map_delete_elem(&stash_tid, &tid);
+	return true;
+}
+
+static __always_inline __u32 lookup_op(long nr)
+{
+	if ((unsigned long)nr >= DC_NR_MAX)
+		return 0;
+	return nr_to_op[nr];
+}
+
+static __always_inline __u32 size_src(__u32 op)
+{
+	if (op >= DC_OP_MAX)
+		return DC_SZ_NONE;
+	return op_size_src[op];
+}
+
+static __always_inline void stash_put(__u32 op, __u64 size)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct dc_stash *st;
+
+	if ((__u32)(id >> 32) == agent_tgid)
+		return;
+	st = stash_get((__u32)id, true);
+	if (!st) {
+		count(DC_CNT_STASH_FAIL);
+		return;
+	}
+	st->op = op;
+	st->size = size;
+	st->ts = bpf_ktime_get_ns();
+}
+
+static __always_inline void proc_note(__u32 tgid)
+{
+	struct task_struct *t = (void *)bpf_get_current_task();
+	struct dc_proc p = {};
+
+	BPF_CORE_READ_STR_INTO(&p.comm, t, group_leader, comm);
+	if (bpf_map_update_elem(&procs, &tgid, &p, BPF_ANY))
+		count(DC_CNT_PROC_FAIL);
+}
+
+static __always_inline void on_exit(long nr, long ret)
+{
+	__u32 op = lookup_op(nr), zero = 0, src, tgid;
+	struct dc_agg_key key = {};
+	struct dc_agg_val *v;
+	__u64 id, ts, size, lat, bytes = 0;
+	bool sized = false;
+	void *inner;
+
+	if (!op)
+		return;
+	id = bpf_get_current_pid_tgid();
+	tgid = id >> 32;
+	if (tgid == agent_tgid)
+		return;
+	if (!stash_take((__u32)id, op, &ts, &size)) {
+		count(DC_CNT_NO_ENTRY);
+		return;
+	}
+	lat = bpf_ktime_get_ns() - ts;
+
+	src = size_src(op);
+	if (ret >= 0 && src != DC_SZ_NONE) {
+		bytes = src == DC_SZ_RET ? (__u64)ret : size;
+		sized = true;
+	}
+
+	key.cgroup_id = bpf_get_current_cgroup_id();
+	key.tgid = tgid;
+	key.op = op;
+	inner = bpf_map_lookup_elem(&agg_gen, &zero);
+	if (!inner)
+		return;
+	v = bpf_map_lookup_elem(inner, &key);
+	if (!v) {
+		if (!bpf_map_update_elem(inner, &key, &zero_val, BPF_NOEXIST))
+			proc_note(tgid);
+		v = bpf_map_lookup_elem(inner, &key);
+		if (!v) {
+			count(DC_CNT_AGG_FULL);
+			v = bpf_map_lookup_elem(&agg_overflow, &op);
+			if (!v)
+				return;
+		}
+	}
+	dc_add(&v->count, 1);
+	dc_add(&v->time_ns, lat);
+	dc_add(&v->lat_hist[dc_hist_slot(lat, DC_LAT_SLOTS)], 1);
+	if (ret < 0 && ret >= -4095)
+		dc_add(&v->errors, 1);
+	if (sized) {
+		dc_add(&v->bytes, bytes);
+		dc_add(&v->size_hist[dc_hist_slot(bytes, DC_SIZE_SLOTS)], 1);
+	}
+}
+
+/* The size argument is read through the saved registers only for the few
+ * ops that need it (mmap, fallocate, ...); the data calls take the return value. */
+static __always_inline __u64 regs_size_arg(struct pt_regs *regs, __u32 src)
+{
+	switch (src) {
+	case DC_SZ_ARG1:
+		return PT_REGS_PARM2_CORE_SYSCALL(regs);
+	case DC_SZ_ARG2:
+		return PT_REGS_PARM3_CORE_SYSCALL(regs);
+	case DC_SZ_ARG3:
+		return PT_REGS_PARM4_CORE_SYSCALL(regs);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(dc_enter_btf, struct pt_regs *regs, long nr)
+{
+	__u32 op = lookup_op(nr);
+
+	if (op)
+		stash_put(op, regs_size_arg(regs, size_src(op)));
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(dc_exit_btf, struct pt_regs *regs, long ret)
+{
+	on_exit(DC_REGS_SYSCALL_NR(regs), ret);
+	return 0;
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(dc_enter_raw, struct pt_regs *regs, long nr)
+{
+	__u32 op = lookup_op(nr);
+
+	if (op)
+		stash_put(op, regs_size_arg(regs, size_src(op)));
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(dc_exit_raw, struct pt_regs *regs, long ret)
+{
+	on_exit(BPF_CORE_READ(regs, DC_REGS_NR_FIELD), ret);
+	return 0;
+}
+
+SEC("tracepoint/raw_syscalls/sys_enter")
+int dc_enter_tp(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 op = lookup_op(ctx->id), src;
+	/* three fixed-offset loads: a switch over ctx->args[i] lets clang fold
+	 * the offset into the pointer, which the verifier refuses for ctx */
+	__u64 a1 = ctx->args[1], a2 = ctx->args[2], a3 = ctx->args[3];
+
+	if (!op)
+		return 0;
+	src = size_src(op);
+	stash_put(op, src == DC_SZ_ARG1 ? a1 : src == DC_SZ_ARG2 ? a2 : src == DC_SZ_ARG3 ? a3 : 0);
+	return 0;
+}
+
+SEC("tracepoint/raw_syscalls/sys_exit")
+int dc_exit_tp(struct trace_event_raw_sys_exit *ctx)
+{
+	on_exit(ctx->id, ctx->ret);
+	return 0;
+}
+
+DC_SEC_LICENSE;

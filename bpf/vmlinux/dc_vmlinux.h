@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The kernel types datacrumbs' BPF programs touch, written by hand.
+ *
+ * Why not a vendored or generated vmlinux.h: a dump of one kernel's BTF is
+ * 3 MB that nobody reviews and that changes with every kernel; generating it
+ * at build time makes the build depend on the build machine's kernel. CO-RE
+ * only needs the fields we read, by name: preserve_access_index makes libbpf
+ * relocate every access against the running kernel's BTF at load time, so
+ * these partial definitions work on any kernel that has the fields, and a
+ * kernel that lacks one fails loudly at load, naming it. meson option
+ * -Dvmlinux_h=generated swaps in a full dump for development.
+ *
+ * Rule for additions: only fields a program reads; the layout here is not
+ * the kernel's and must never be used for sizeof or pointer arithmetic.
+ */
+#ifndef DC_VMLINUX_H
+#define DC_VMLINUX_H
+/* tells bpf_tracing.h to use the kernel's pt_regs field names (di, si, ...) */
+#define __VMLINUX_H__ 1
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+
+typedef __u8 u8;
+typedef __u16 u16;
+typedef __u32 u32;
+typedef __u64 u64;
+typedef __s32 s32;
+typedef __s64 s64;
+typedef _Bool bool;
+#define true 1
+#define false 0
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+#if defined(__TARGET_ARCH_x86)
+struct pt_regs {
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	unsigned long ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
+#define DC_REGS_NR_FIELD orig_ax
+#elif defined(__TARGET_ARCH_arm64)
+struct user_pt_regs {
+	__u64 regs[31];
+	__u64 sp, pc, pstate;
+};
+struct pt_regs {
+	union {
+		struct user_pt_regs user_regs;
+		struct {
+			u64 regs[31];
+			u64 sp, pc, pstate;
+		};
+	};
+	u64 orig_x0;
+	s32 syscallno;
+};
+#define DC_REGS_NR_FIELD syscallno
+#else
+#error "datacrumbs: add this architecture's pt_regs to bpf/vmlinux/dc_vmlinux.h"
+#endif
+
+struct task_struct {
+	int pid;
+	int tgid;
+	struct task_struct *group_leader;
+	char comm[16];
+};
+
+#pragma clang attribute pop
+
+/* Direct read, for BTF-typed (tp_btf) pointers; raw_tp uses BPF_CORE_READ. */
+#define DC_REGS_SYSCALL_NR(r) ((r)->DC_REGS_NR_FIELD)
+
+/* Classic tracepoint records of raw_syscalls (stable layout, see
+ * /sys/kernel/tracing/events/raw_syscalls/sys_enter/format). */
+struct trace_event_raw_sys_enter {
+	__u64 common; /* type, flags, preempt_count, pid */
+	long id;
+	unsigned long args[6];
+};
+
+struct trace_event_raw_sys_exit {
+	__u64 common;
+	long id;
+	long ret;
+};
+
+#endif

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Types shared by bpf/syscall.bpf.c and the agent: the per-window aggregation
+ * key and value, the entry stash and the drop counters.
+ *
+ * Every struct here crosses the kernel/user boundary: fixed-width fields,
+ * explicit padding, no pointers. DC_SYSCALL_ABI changes whenever a layout
+ * does, and the agent refuses an object built for another ABI.
+ */
+#ifndef DATACRUMBS_SYSCALL_H
+#define DATACRUMBS_SYSCALL_H
+
+#ifdef __bpf__
+/* the BPF side gets __u64 and friends from its kernel type header */
+#else
+#include <linux/types.h>
+#endif
+
+#include "datacrumbs/ops.h"
+
+#define DC_SYSCALL_ABI 1
+
+/*
+ * Syscall numbers the BPF side can map to an operation. 512 covers every
+ * x86_64 and arm64 number in use (x86_64 tops out near 470 in 6.x); a larger
+ * number is not an I/O call we know and is ignored at the first compare.
+ */
+#define DC_NR_MAX 512
+
+/*
+ * Latency histogram: slot 0 holds 0 ns, slot i >= 1 holds [2^(i-1), 2^i) ns.
+ * 40 slots reach 2^39 ns (about 9 minutes); anything slower lands in the
+ * last slot. Size histogram: the same scheme in bytes; 34 slots reach
+ * 2^33 (8 GiB), more than one call can move on Linux (MAX_RW_COUNT is just
+ * under 2 GiB). Slots are 32 bits: one CPU cannot make 2^32 calls in a
+ * window of at most DC_WINDOW_MAX_SEC, so they cannot wrap.
+ */
+#define DC_LAT_SLOTS 40
+#define DC_SIZE_SLOTS 34
+#define DC_WINDOW_MAX_SEC 300
+
+struct dc_agg_key {
+	__u64 cgroup_id;
+	__u32 tgid;
+	__u16 op; /* enum dc_op */
+	__u16 pad;
+};
+
+struct dc_agg_val {
+	__u64 count;
+	__u64 errors;
+	__u64 bytes;
+	__u64 time_ns;
+	__u32 lat_hist[DC_LAT_SLOTS];
+	__u32 size_hist[DC_SIZE_SLOTS];
+} __attribute__((aligned(8)));
+
+/* What sys_enter leaves for sys_exit, one per thread. */
+struct dc_stash {
+	__u64 ts;   /* bpf_ktime_get_ns() at entry; 0 = consumed */
+	__u64 size; /* the size argument for DC_SZ_ARG* ops */
+	__u32 op;
+	__u32 pad;
+};
+
+/* Process identity captured in the kernel when a process first shows up in a
+ * window, so the comm survives a process that exits before the drain. */
+#define DC_COMM_LEN 16
+struct dc_proc {
+	char comm[DC_COMM_LEN]; /* the thread-group leader's comm */
+};
+
+/*
+ * Monotonic per-CPU counters (never reset; user space publishes deltas).
+ * Each names a place where an event could have been lost or misattributed.
+ */
+enum dc_syscall_counter {
+	DC_CNT_AGG_FULL = 0,     /* key did not fit in the window map: counted in agg_overflow instead */
+	DC_CNT_STASH_FAIL = 1,   /* no room to remember the entry time: call not counted */
+	DC_CNT_NO_ENTRY = 2,     /* exit seen without its entry (attached mid-call): not counted */
+	DC_CNT_PROC_FAIL = 3,    /* could not record the process comm: record says "?" */
+	DC_CNT_MAX = 4,
+};
+
+#endif

@@ -1,0 +1,188 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Run the datacrumbs agent under test and read what it wrote.
+
+Readiness comes from the agent itself: the harness plays systemd's part and
+listens on a NOTIFY_SOCKET for READY=1, so no test guesses with a sleep.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+
+
+def require_root():
+    if os.geteuid() != 0:
+        print("SKIP: BPF tests need root (CAP_BPF, CAP_PERFMON)", flush=True)
+        sys.exit(SKIP)
+
+
+class Agent:
+    def __init__(self, binary, config_text="", args=(), stdout_file=None, env=None):
+        self.tmp = tempfile.mkdtemp(prefix="dc-test-")
+        self.out = os.path.join(self.tmp, "records.jsonl")
+        self.conf = os.path.join(self.tmp, "datacrumbs.conf")
+        with open(self.conf, "w") as f:
+            f.write(config_text)
+        sock_path = os.path.join(self.tmp, "notify")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(sock_path)
+        e = dict(os.environ)
+        e["NOTIFY_SOCKET"] = sock_path
+        if env:
+            e.update(env)
+        cmd = [binary, "--config", self.conf]
+        if "-o" not in args and "--output" not in args:
+            cmd += ["--output", self.out]
+        cmd += list(args)
+        self.stderr_path = os.path.join(self.tmp, "stderr")
+        self.stderr = open(self.stderr_path, "w")
+        self.proc = subprocess.Popen(cmd, env=e, stdout=stdout_file or subprocess.DEVNULL,
+                                     stderr=self.stderr)
+        self.notifications = []
+        self.wait_for("READY=1", 60)
+
+    def wait_for(self, what, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("agent exited with %d before %s:\n%s"
+                                   % (self.proc.returncode, what, self.log()))
+            self.sock.settimeout(0.2)
+            try:
+                msg = self.sock.recv(4096).decode()
+            except socket.timeout:
+                continue
+            self.notifications.append(msg)
+            if what in msg.split("\n"):
+                return
+        raise RuntimeError("agent did not send %s within %ds:\n%s" % (what, timeout, self.log()))
+
+    def log(self):
+        self.stderr.flush()
+        with open(self.stderr_path) as f:
+            return f.read()
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        self.proc.send_signal(sig)
+        rc = self.proc.wait(timeout)
+        self.sock.close()
+        return rc
+
+    def records(self, path=None):
+        """Every line must be one JSON object (parsed by Python's json, not ours)."""
+        recs = []
+        with open(path or self.out, "rb") as f:
+            for n, line in enumerate(f, 1):
+                assert line.endswith(b"\n"), "line %d is not newline-terminated" % n
+                recs.append(json.loads(line.decode("utf-8")))
+        return recs
+
+
+def run_workload(binary, **kw):
+    """Start the workload; returns the Popen. Its stdout is the measured child's pid."""
+    cmd = [binary]
+    for k, v in kw.items():
+        cmd += ["--" + k.replace("_", "-"), v if isinstance(v, bytes) else str(v)]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE)
+
+
+def workload_pid(p):
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 0, "workload failed with %d" % p.returncode
+    return int(out.decode().strip())
+
+
+def expected_ops(iters=100, threads=1, size=4096, bad_opens=3, bad_reads=2, fsyncs=1, **_):
+    """The workload's contract (tests/bpf/workload.c), per op: count, errors, bytes."""
+    t = threads
+    return {
+        "openat": (t * (1 + bad_opens), t * bad_opens, 0),
+        "pwrite64": (t * iters, 0, t * iters * size),
+        "pread64": (t * (iters + bad_reads), t * bad_reads, t * iters * size),
+        "lseek": (t, 0, 0),
+        "writev": (t * iters, 0, t * iters * 1024),
+        "fsync": (t * fsyncs, 0, 0),
+        "close": (t, 0, 0),
+    }
+
+
+def sum_ops(records, pid):
+    """Sum a process's ops over every window."""
+    tot = {}
+    windows = set()
+    for r in records:
+        if r["type"] != "features" or r["pid"] != pid:
+            continue
+        windows.add(r["window"])
+        for name, o in r["ops"].items():
+            c = tot.setdefault(name, [0, 0, 0])
+            c[0] += o["count"]
+            c[1] += o["errors"]
+            c[2] += o["bytes"]
+    return {k: tuple(v) for k, v in tot.items()}, windows
+
+
+class Checks:
+    def __init__(self):
+        self.failed = 0
+        self.n = 0
+
+    def check(self, cond, what):
+        self.n += 1
+        print(("ok" if cond else "FAIL") + " - " + what, flush=True)
+        if not cond:
+            self.failed += 1
+
+    def eq(self, got, want, what):
+        self.check(got == want, "%s: got %r, want %r" % (what, got, want))
+
+    def done(self):
+        print("%d checks, %d failed" % (self.n, self.failed))
+        sys.exit(1 if self.failed else 0)
+
+
+FEATURE_FIELDS = ["schema", "type", "host", "run", "boot", "window", "ts_start", "ts_end",
+                  "duration_us", "pid", "comm", "cgroup_id", "cgroup", "ops", "totals", "derived"]
+OP_FIELDS = ["class", "count", "errors", "bytes", "time_ns", "lat_p50_ns", "lat_p90_ns",
+             "lat_p99_ns", "lat_hist"]
+
+
+def check_schema(c, records):
+    """Every record has the documented fields; histograms add up; windows tile."""
+    bad = []
+    for r in records:
+        if r.get("schema") != 1:
+            bad.append("schema %r" % r.get("schema"))
+        if r["type"] == "features":
+            for f in FEATURE_FIELDS:
+                if f not in r:
+                    bad.append("features record lacks %s" % f)
+            for name, o in r["ops"].items():
+                for f in OP_FIELDS:
+                    if f not in o:
+                        bad.append("op %s lacks %s" % (name, f))
+                if sum(o["lat_hist"]) != o["count"]:
+                    bad.append("%s: lat_hist sums to %d, count %d" % (name, sum(o["lat_hist"]), o["count"]))
+                if "size_hist" in o and sum(o["size_hist"]) != o["count"] - o["errors"]:
+                    bad.append("%s: size_hist sums to %d, successful calls %d"
+                               % (name, sum(o["size_hist"]), o["count"] - o["errors"]))
+                if not (o["lat_p50_ns"] <= o["lat_p90_ns"] <= o["lat_p99_ns"]):
+                    bad.append("%s: quantiles not ordered" % name)
+    c.check(not bad, "records match the documented schema" + ("" if not bad else ": " + "; ".join(bad[:5])))
+    agents = [r for r in records if r["type"] == "agent"]
+    seqs = [r["window"] for r in agents]
+    c.eq(seqs, list(range(len(seqs))), "one agent record per window, sequence without gaps")
+    tiles = all(agents[i]["ts_start"] == agents[i - 1]["ts_end"] for i in range(1, len(agents)))
+    c.check(tiles, "each window starts where the previous ended")
+    feats_after = [r for r in records if r["type"] == "features" and r["window"] not in seqs]
+    c.check(not feats_after, "every features record belongs to a published window")

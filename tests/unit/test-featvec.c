@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <math.h>
+
+#include "datacrumbs/hist.h"
+#include "featvec.h"
+#include "json.h"
+#include "record.h"
+#include "tap.h"
+
+static struct dc_agg_entry mk(uint32_t tgid, uint64_t cg, unsigned op, uint64_t count,
+			      uint64_t bytes, uint64_t time_ns)
+{
+	struct dc_agg_entry e = { .tgid = tgid, .cgroup_id = cg, .op = (uint16_t)op };
+
+	e.v.count = count;
+	e.v.bytes = bytes;
+	e.v.time_ns = time_ns;
+	e.v.lat[dc_hist_slot(time_ns / (count ? count : 1), DC_LAT_SLOTS)] = count;
+	return e;
+}
+
+int main(void)
+{
+	struct dc_agg_entry e[] = {
+		mk(20, 1, DC_OP_openat, 2, 0, 2000),
+		mk(10, 1, DC_OP_pwrite64, 100, 409600, 1000000),
+		mk(10, 1, DC_OP_pread64, 50, 204800, 500000),
+		mk(10, 1, DC_OP_openat, 10, 0, 100000),
+		mk(10, 2, DC_OP_read, 1, 10, 10),
+		mk(10, 1, DC_OP_mmap, 1, 1 << 20, 400), /* length, not a transfer */
+	};
+	struct dc_window w = { .seq = 7, .start_real_us = 1000, .end_real_us = 2001000,
+			       .start_mono_ns = 0, .end_mono_ns = 2000000000ULL };
+	struct dc_record_ctx ctx = { .host = "h\"1", .run_id = "r", .boot_id = "b", .w = &w };
+	struct dc_proc_ident id = { .pid = 10, .comm = "we\nird", .cgroup_id = 1, .cgroup = "/a" };
+	struct dc_features f;
+	struct dc_agg_val kv = {};
+	struct dc_agg_sum s = {}, d;
+	struct dc_buf b = {};
+	size_t end;
+
+	featvec_sort(e, 6);
+	CHECK(e[0].tgid == 10 && e[0].cgroup_id == 1, "sorted by tgid then cgroup");
+	end = featvec_group_end(e, 6, 0);
+	CHECK_U64(end, 4, "group of (10, cgroup 1) has 4 ops");
+	CHECK_U64(featvec_group_end(e, 6, 4), 5, "(10, cgroup 2) is its own record");
+	CHECK_U64(featvec_group_end(e, 6, 5), 6, "pid 20 is its own record");
+
+	featvec_compute(e, end, window_seconds(&w), &f);
+	CHECK_U64(f.ops, 161, "total ops");
+	CHECK_U64(f.write_bytes, 409600, "write bytes");
+	CHECK_U64(f.read_bytes, 204800, "read bytes");
+	CHECK(fabs(f.write_bw - 204800) < 1e-6, "write bandwidth per second of window (%g)", f.write_bw);
+	CHECK(fabs(f.write_bw_io - 409600 / 0.001) < 1e-3, "write bandwidth per second of I/O time");
+	CHECK(fabs(f.iops - 75) < 1e-9, "IOPS counts data calls only (%g)", f.iops);
+	CHECK(fabs(f.meta_share - 11.0 / 161) < 1e-12, "metadata share (mmap and openat)");
+	CHECK_U64(f.meta_ops, 11, "mmap is metadata, its length is not bandwidth");
+
+	record_features(&b, &ctx, &id, e, end);
+	buf_putc(&b, 0);
+	CHECK(b.data[strlen(b.data) - 1] == '\n', "one line per record");
+	CHECK(strstr(b.data, "\"comm\":\"we\\nird\"") != NULL, "comm escaped");
+	CHECK(strstr(b.data, "\"host\":\"h\\\"1\"") != NULL, "host escaped");
+	CHECK(strstr(b.data, "\"window\":7") != NULL, "window sequence");
+	CHECK(strstr(b.data, "\"pwrite64\":{\"class\":\"data_write\",\"count\":100") != NULL,
+	      "op keyed by name with its class");
+	CHECK(strchr(b.data, '\n') == b.data + strlen(b.data) - 1, "no raw newline inside the record");
+
+	/* per-CPU values are summed into 64-bit histograms */
+	kv.count = 3;
+	kv.lat_hist[5] = 0xFFFFFFFFu;
+	agg_sum_add_val(&s, &kv);
+	agg_sum_add_val(&s, &kv);
+	CHECK_U64(s.lat[5], 2ULL * 0xFFFFFFFFu, "slot sums do not wrap at 32 bits");
+	CHECK_U64(s.count, 6, "count sums");
+	agg_sum_delta(&d, &s, &s);
+	CHECK_U64(d.count, 0, "delta of equal snapshots");
+	buf_free(&b);
+	return tap_done();
+}
