@@ -29,6 +29,10 @@ static const struct dc_cfg_item items[] = {
 	  "not grow with the CPU count); auto picks percpu while it fits maps.memory_mib" },
 	{ "maps.memory_mib", CFG_INT, F(map_memory_mib), "64", 1, 65536, NULL,
 	  "kernel memory the two window maps may take when maps.layout is auto" },
+	{ "maps.updates", CFG_STRING, F(map_updates), "auto", 0, 0, "auto|atomic",
+	  "how per-CPU values are updated: auto uses plain adds where the kernel cannot preempt "
+	  "a BPF program (preemption none or voluntary) and atomic adds elsewhere; atomic "
+	  "always pays the lock prefix (for kernels whose preemption mode is switched at run time)" },
 	{ "maps.max_procs", CFG_INT, F(max_procs), "16384", 64, 1 << 22, NULL,
 	  "processes whose name is remembered (LRU) between windows" },
 	{ "maps.max_threads", CFG_INT, F(max_threads), "65536", 64, 1 << 22, NULL,
@@ -36,6 +40,11 @@ static const struct dc_cfg_item items[] = {
 	{ "probes.syscall.mechanism", CFG_STRING, F(syscall_mechanism), "auto", 0, 0,
 	  "auto|tp_btf|raw_tp|tracepoint",
 	  "how the system-call probes attach; auto takes the cheapest the kernel allows" },
+	{ "probes.syscall.entry_stash", CFG_STRING, F(syscall_stash), "auto", 0, 0,
+	  "auto|task_storage|hash",
+	  "where a call's entry time waits for its exit: BPF task storage (5.11+, cheapest) or "
+	  "a hash keyed by thread id (maps.max_threads); auto takes task storage when the "
+	  "kernel has it" },
 	{ "filter.exclude_self", CFG_BOOL, F(exclude_self), "true", 0, 0, NULL,
 	  "leave the agent's own I/O out (its record writes would otherwise feed back)" },
 };

@@ -18,9 +18,11 @@ struct dc_config {
 	int64_t max_keys;                /* (process, cgroup, op) keys per window */
 	char map_layout[16];             /* auto | percpu | shared */
 	int64_t map_memory_mib;          /* auto picks percpu while both windows fit in this */
+	char map_updates[16];            /* auto | atomic */
 	int64_t max_procs;
 	int64_t max_threads;
 	char syscall_mechanism[16];      /* auto | tp_btf | raw_tp | tracepoint */
+	char syscall_stash[16];          /* auto | task_storage | hash */
 	bool exclude_self;
 };
 

@@ -7,12 +7,14 @@
 
 void agg_sum_add_val(struct dc_agg_sum *s, const struct dc_agg_val *v)
 {
-	s->count += v->count;
 	s->errors += v->errors;
 	s->bytes += v->bytes;
 	s->time_ns += v->time_ns;
-	for (unsigned i = 0; i < DC_LAT_SLOTS; i++)
+	for (unsigned i = 0; i < DC_LAT_SLOTS; i++) {
+		/* every call lands in exactly one latency slot */
+		s->count += v->lat_hist[i];
 		s->lat[i] += v->lat_hist[i];
+	}
 	for (unsigned i = 0; i < DC_SIZE_SLOTS; i++)
 		s->size[i] += v->size_hist[i];
 }

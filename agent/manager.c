@@ -178,7 +178,11 @@ static int on_stop(sd_event_source *s, const struct signalfd_siginfo *si, void *
 		return 0;
 	m->stopping = true;
 	sd_notify(0, "STOPPING=1");
-	log_info("Received %s, publishing the last window and exiting", si ? strsignal((int)si->ssi_signo) : "stop");
+	if (si)
+		log_info("Received SIG%s, publishing the last window and exiting",
+			 sigabbrev_np((int)si->ssi_signo));
+	else
+		log_info("Run duration reached, publishing the last window and exiting");
 	/* the partial window is published, so a stop loses nothing */
 	manager_close_window(m);
 	return sd_event_exit(sd_event_source_get_event(s), 0);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include "log.h"
 #include "macro.h"
 #include "ops.h"
+#include "preempt.h"
 #include "probe-syscall.h"
 #include "syscall.skel.h"
 
@@ -21,6 +23,9 @@ struct probe_syscall {
 	struct syscall_bpf *skel;
 	enum mech mech;
 	bool percpu;
+	bool plain_updates;
+	enum dc_preempt preempt;
+	const char *preempt_why;
 	int ncpus;
 	uint64_t max_keys;
 	int inner_fd[2];
@@ -94,6 +99,7 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 
 	skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
 	skel->rodata->use_task_storage = task_storage;
+	skel->rodata->plain_updates = p->plain_updates;
 	ops_fill_nr_table((uint8_t *)skel->rodata->nr_to_op, DC_NR_MAX);
 	for (unsigned op = 0; op < DC_OP_MAX; op++)
 		skel->rodata->op_size_src[op] = (__u8)ops_get(op)->size_src;
@@ -141,6 +147,20 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	return syscall_bpf__attach(skel);
 }
 
+/* Classic tracepoints are found through tracefs, which not every system
+ * mounts (tp_btf and raw_tp do not need it). Mount it where libbpf looks. */
+static int ensure_tracefs(void)
+{
+	if (access("/sys/kernel/tracing/events", F_OK) == 0 ||
+	    access("/sys/kernel/debug/tracing/events", F_OK) == 0)
+		return 0;
+	if (mount("tracefs", "/sys/kernel/tracing", "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL) < 0)
+		return log_debug_errno(-errno, "Cannot mount tracefs on /sys/kernel/tracing: %m");
+	log_info("Mounted tracefs on /sys/kernel/tracing for the tracepoint mechanism");
+	return 0;
+}
+
 static void reset_attempt(struct probe_syscall *p)
 {
 	syscall_bpf__destroy(p->skel);
@@ -169,12 +189,20 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 		return log_error_errno(p->ncpus, "Cannot count possible CPUs: %m");
 	p->max_keys = (uint64_t)cfg->max_keys;
 	choose_layout(cfg, p->ncpus, &p->percpu);
+	p->preempt = preempt_detect(&p->preempt_why);
+	p->plain_updates = p->percpu && preempt_allows_plain_updates(p->preempt) &&
+			   strcmp(cfg->map_updates, "atomic") != 0;
 
 	r = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL);
 	if (r == -EPERM || r == -EACCES)
 		return log_error_errno(r, "Not allowed to use BPF (%m): run datacrumbs as root, or "
 				       "with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE");
 	task_storage = r == 1;
+	if (!strcmp(cfg->syscall_stash, "hash"))
+		task_storage = false;
+	else if (!strcmp(cfg->syscall_stash, "task_storage") && !task_storage)
+		return log_error_errno(-EOPNOTSUPP, "probes.syscall.entry_stash is \"task_storage\" but "
+				       "this kernel has no BPF task storage (5.11+); use \"auto\" or \"hash\"");
 
 	if (strcmp(cfg->syscall_mechanism, "auto")) {
 		for (int i = 0; i < MECH_MAX; i++)
@@ -182,16 +210,23 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 				first = last = (enum mech)i;
 	}
 	for (enum mech m = first; m <= last; m++) {
-		r = try_mechanism(p, cfg, m, task_storage);
+		r = m == MECH_TRACEPOINT ? ensure_tracefs() : 0;
+		if (!r)
+			r = try_mechanism(p, cfg, m, task_storage);
 		if (!r) {
 			p->mech = m;
 			off += (size_t)snprintf(p->detail + off, sizeof(p->detail) - off,
-						"%sentry stash in %s", off ? "; " : "",
-						task_storage ? "task storage" : "a per-thread hash");
-			log_info("syscall probes attached with %s (%s, %s maps of %llu keys)",
+						"%sentry stash in %s; %s updates (preemption %s, from %s)",
+						off ? "; " : "",
+						task_storage ? "task storage" : "a per-thread hash",
+						p->plain_updates ? "plain" : "atomic",
+						preempt_name(p->preempt), p->preempt_why);
+			log_info("syscall probes attached with %s (%s, %s maps of %llu keys, %s updates: "
+				 "preemption %s from %s)",
 				 mech_names[m], task_storage ? "task storage" : "thread hash",
-				 p->percpu ? "per-CPU" : "shared",
-				 (unsigned long long)p->max_keys);
+				 p->percpu ? "per-CPU" : "shared", (unsigned long long)p->max_keys,
+				 p->plain_updates ? "plain" : "atomic", preempt_name(p->preempt),
+				 p->preempt_why);
 			*ret = TAKE_PTR(p);
 			return 0;
 		}

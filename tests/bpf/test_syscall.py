@@ -27,12 +27,12 @@ def check_exact(c, records, pid, params, label):
     return windows
 
 
-def scenario_exact(agent_bin, wl_bin, mechanism="auto"):
+def scenario_exact(agent_bin, wl_bin, mechanism="auto", maps="", syscall=""):
     """Threads, a window boundary mid-workload, an unrelated process, a hostile comm."""
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-wl-")
-    a = Agent(agent_bin, 'interval = 0.1;\nprobes = { syscall = { mechanism = "%s"; }; };\n'
-              % mechanism)
+    a = Agent(agent_bin, 'interval = 0.1;\nprobes = { syscall = { mechanism = "%s"; %s }; };\n%s'
+              % (mechanism, syscall, maps))
     hostile = b'dc"w\\x\n\xff'
     p1 = dict(iters=3000, threads=4, size=4096, pause_ms=400, dir=tmp)
     p2 = dict(iters=777, threads=1, size=3001, bad_opens=5, bad_reads=1, fsyncs=3, dir=tmp)
@@ -56,6 +56,14 @@ def scenario_exact(agent_bin, wl_bin, mechanism="auto"):
         c.eq(mech, {mechanism}, "agent reports the mechanism in use")
     else:
         c.check(len(mech) == 1 and "" not in mech, "agent reports its mechanism (%s)" % mech)
+    if "hash" in syscall:
+        c.check(all("per-thread hash" in p["detail"] for r in agents for p in r["probes"]),
+                "entry stash in the per-thread hash")
+    if "shared" in maps:
+        c.check(all(r["maps"]["layout"] == "shared" for r in agents), "shared layout in effect")
+    if "shared" in maps or "atomic" in maps:
+        c.check(all("atomic updates" in p["detail"] for r in agents for p in r["probes"]),
+                "atomic updates in effect")
     drops = sum(sum(r["drops"].values()) for r in agents)
     c.eq(drops, 0, "no drops at default sizes")
     seen = sum(r["events"] for r in agents)
@@ -136,6 +144,12 @@ def main():
     require_root()
     if scenario.startswith("mechanism-"):
         return scenario_exact(agent_bin, wl_bin, scenario[len("mechanism-"):])
+    if scenario == "atomic":
+        return scenario_exact(agent_bin, wl_bin, maps='maps = { updates = "atomic"; };\n')
+    if scenario == "thread-hash":
+        return scenario_exact(agent_bin, wl_bin, syscall='entry_stash = "hash";')
+    if scenario == "shared":
+        return scenario_exact(agent_bin, wl_bin, maps='maps = { layout = "shared"; };\n')
     {"exact": scenario_exact, "overflow": scenario_overflow, "sigterm": scenario_sigterm,
      "duration": scenario_sigint_duration}[scenario](agent_bin, wl_bin)
 

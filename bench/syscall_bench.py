@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Per-call cost of the system-call layer, against baselines in the same run.
+
+Runs the 4 KiB pwrite/pread loop on tmpfs under each tracer in turn,
+alternating the order every round, and reports medians:
+  none      no tracer
+  empty     empty programs on tp_btf sys_enter/sys_exit (the floor)
+  minagg    minimal per-(pid, syscall) aggregation: task-storage start time,
+            per-CPU hash (count, total time)
+  agent     datacrumbs with its default configuration
+  bpftrace  bpftrace doing the minimal aggregation
+plus the agent's own CPU and RSS while the loop runs.
+
+usage: syscall_bench.py BUILD_DIR [--ops N] [--rounds R] [--only a,b]
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BPFTRACE = r"""
+tracepoint:raw_syscalls:sys_enter { @start[tid] = nsecs; }
+tracepoint:raw_syscalls:sys_exit /@start[tid]/ {
+  @count[pid, args->id] = count();
+  @time[pid, args->id] = sum(nsecs - @start[tid]);
+  delete(@start[tid]);
+}
+BEGIN { printf("ready\n"); }
+"""
+
+
+def start_line_ready(cmd):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    for line in p.stdout:
+        if "ready" in line:
+            return p, None
+    raise RuntimeError("%s did not start" % cmd[0])
+
+
+def start_agent(build, tmp):
+    sock_path = os.path.join(tmp, "notify")
+    if os.path.exists(sock_path):
+        os.unlink(sock_path)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(sock_path)
+    out = os.path.join(tmp, "agent.jsonl")
+    conf = os.path.join(tmp, "bench.conf")
+    with open(conf, "w") as f:
+        f.write("interval = 1.0;\n")
+    env = dict(os.environ, NOTIFY_SOCKET=sock_path)
+    p = subprocess.Popen([os.path.join(build, "agent/datacrumbs"), "-c", conf, "-o", out],
+                         env=env, stderr=subprocess.DEVNULL)
+    s.settimeout(30)
+    while "READY=1" not in s.recv(4096).decode().split("\n"):
+        pass
+    s.close()
+    return p, out
+
+
+def stop(p):
+    if p is None:
+        return
+    p.send_signal(signal.SIGINT)
+    try:
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def proc_cpu_rss(pid):
+    """(user+sys seconds, RSS KiB) of a live process."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / tick
+    with open("/proc/%d/status" % pid) as f:
+        rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+    return cpu, rss
+
+
+def run_loop(build, tmpfs_file, ops):
+    cmd = [os.path.join(build, "bench/iobench"), tmpfs_file, str(ops)]
+    if subprocess.run(["which", "taskset"], capture_output=True).returncode == 0:
+        cmd = ["taskset", "-c", "1"] + cmd  # keep the loop on one CPU, the tracer's work on the other
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.split()
+    return float(out[2]), float(out[1]) / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--ops", type=int, default=1000000)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--only", default="none,empty,minagg,agent,bpftrace")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("syscall_bench: run as root")
+    configs = a.only.split(",")
+    have_bpftrace = subprocess.run(["which", "bpftrace"], capture_output=True).returncode == 0
+    if "bpftrace" in configs and not have_bpftrace:
+        print("bpftrace not installed (packaging/install-deps.sh bench): skipping it")
+        configs.remove("bpftrace")
+    tmp = tempfile.mkdtemp(prefix="dc-bench-")
+    shm = tempfile.mkdtemp(prefix="dc-bench-", dir="/dev/shm")
+    f = os.path.join(shm, "file")
+    res = {c: [] for c in configs}
+    agent_cost = []
+    for r in range(a.rounds):
+        order = configs if r % 2 == 0 else list(reversed(configs))
+        for c in order:
+            p, out = None, None
+            if c == "empty" or c == "minagg":
+                p, _ = start_line_ready([os.path.join(a.build, "bench/baseline"), c])
+            elif c == "agent":
+                p, out = start_agent(a.build, tmp)
+            elif c == "bpftrace":
+                p, _ = start_line_ready(["bpftrace", "-e", BPFTRACE])
+            if p is not None:
+                cpu0, _ = proc_cpu_rss(p.pid)
+            ns, secs = run_loop(a.build, f, a.ops)
+            if c == "agent":
+                cpu1, rss = proc_cpu_rss(p.pid)
+                agent_cost.append(((cpu1 - cpu0) / secs, rss, a.ops / secs))
+            stop(p)
+            res[c].append(ns)
+        print("round %d: %s" % (r + 1, "  ".join("%s %.1f" % (c, res[c][-1]) for c in configs)),
+              flush=True)
+
+    med = {c: statistics.median(v) for c, v in res.items()}
+    base = med.get("none", 0)
+    print("\nmedian ns per call over %d rounds of %d calls (4 KiB pwrite/pread, tmpfs):" % (a.rounds, a.ops))
+    print("%-10s %10s %12s" % ("tracer", "ns/call", "added ns"))
+    for c in configs:
+        print("%-10s %10.1f %12.1f" % (c, med[c], med[c] - base))
+    added = {c: med[c] - base for c in configs}
+    if "agent" in added and "minagg" in added and added["minagg"] > 0:
+        print("agent added cost / minimal aggregation's: %.2fx (goal <= 1.25x)"
+              % (added["agent"] / added["minagg"]))
+    if "agent" in added and "bpftrace" in added and added["bpftrace"] > 0:
+        print("agent added cost / bpftrace's: %.2fx (goal < 0.33x)" % (added["agent"] / added["bpftrace"]))
+    if agent_cost:
+        cpu = statistics.median(x[0] for x in agent_cost)
+        rss = max(x[1] for x in agent_cost)
+        rate = statistics.median(x[2] for x in agent_cost)
+        print("agent user+sys CPU while tracing %.0f calls/s: %.3f%% of a core (goal < 1%%); RSS %d KiB (goal < 32768)"
+              % (rate, cpu * 100, rss))
+    json.dump({"median_ns": med, "runs": res, "agent_cost": agent_cost},
+              open(os.path.join(tmp, "result.json"), "w"))
+    print("raw results: %s" % os.path.join(tmp, "result.json"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Install what datacrumbs needs from Debian 12 packages, and nothing from
+# anywhere else. Groups: build (compile the agent and its BPF programs),
+# test (run the test suite), bench (the benchmarks' comparison tracers).
+# Usage: packaging/install-deps.sh [build] [test] [bench]   (default: build test)
+set -euo pipefail
+
+groups=("$@")
+[ ${#groups[@]} -gt 0 ] || groups=(build test)
+
+build_pkgs=(gcc libc6-dev linux-libc-dev pkg-config meson ninja-build clang bpftool
+            libbpf-dev libelf-dev zlib1g-dev libsystemd-dev libconfig-dev librdkafka-dev libzstd-dev)
+test_pkgs=(python3 jq)
+bench_pkgs=(bpftrace)
+
+pkgs=()
+for g in "${groups[@]}"; do
+  case "$g" in
+    build) pkgs+=("${build_pkgs[@]}") ;;
+    test) pkgs+=("${test_pkgs[@]}") ;;
+    bench) pkgs+=("${bench_pkgs[@]}") ;;
+    *) echo "install-deps: unknown group '$g' (build, test, bench)" >&2; exit 2 ;;
+  esac
+done
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: run as root (apt-get install)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

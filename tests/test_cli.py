@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The command line and the config file: clear errors, documented exit codes.
+No BPF needed: every case here fails or finishes before probes load."""
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bpf"))
+from agentlib import Checks  # noqa: E402
+
+agent, shipped_conf = sys.argv[1], sys.argv[2]
+c = Checks()
+tmp = tempfile.mkdtemp(prefix="dc-cli-")
+
+
+def run(*args):
+    p = subprocess.run([agent, *args], capture_output=True, text=True, timeout=30)
+    return p.returncode, p.stdout, p.stderr
+
+
+def conf(text):
+    path = os.path.join(tmp, "c%d.conf" % len(os.listdir(tmp)))
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+rc, out, err = run("--version")
+c.check(rc == 0 and out.startswith("datacrumbs "), "--version prints the version (%r)" % out)
+rc, out, err = run("--help")
+c.check(rc == 0 and "--interval" in out and "--duration" in out and "--output" in out, "--help lists the options")
+rc, out, err = run("--bogus")
+c.check(rc == 2 and "unknown option '--bogus'" in err, "unknown option: exit 2, named (%r)" % err)
+rc, out, err = run("--interval")
+c.check(rc == 2 and "needs a value" in err, "missing value: exit 2 (%r)" % err)
+rc, out, err = run("--duration", "soon")
+c.check(rc == 2 and "soon" in err, "bad duration: exit 2 (%r)" % err)
+rc, out, err = run("--interval", "0", "--check-config")
+c.check(rc == 2 and "interval" in err and "out of range" in err, "interval 0 refused (%r)" % err)
+rc, out, err = run("--interval", "500", "--check-config")
+c.check(rc == 2 and "out of range" in err, "interval above 300 s refused (%r)" % err)
+rc, out, err = run("--check-config=" + shipped_conf)
+c.check(rc == 0, "the shipped conf/datacrumbs.conf is valid (%r)" % err)
+p = conf("interval = 0.5;\nmaps = {\n  max_keys = 10;\n};\n")
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and p + ":3:" in err and "maps.max_keys" in err and "out of range" in err,
+        "out-of-range value names file, line and key (%r)" % err)
+p = conf("interval = 0.5;\nsinks = { kafka = 1; };\n")
+rc, out, err = run("--config", p, "--check-config")
+c.check(rc == 2 and ":2:" in err and "sinks" in err, "unknown group named with its line (%r)" % err)
+p = conf("interval = 0.5\nhost = ;\n")
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and ":2:" in err and "syntax error" in err, "syntax error carries libconfig's line and text (%r)" % err)
+rc, out, err = run("--check-config=" + os.path.join(tmp, "missing.conf"))
+c.check(rc == 2 and "missing.conf" in err and "No such file" in err, "missing file named (%r)" % err)
+rc, out, err = run("--help-config")
+c.check(rc == 0 and "maps.max_keys" in out and "probes.syscall.mechanism" in out, "--help-config lists the keys")
+# every key --help-config lists appears in the shipped file, and vice versa
+keys = {line.split(" ")[0] for line in out.splitlines()[1:] if line and not line.startswith(" ") and " (" in line}
+shipped = open(shipped_conf).read()
+missing = [k for k in keys if k.split(".")[-1] + " = " not in shipped]
+c.check(len(keys) >= 10, "--help-config listed %d keys" % len(keys))
+c.check(not missing, "conf/datacrumbs.conf documents every key (%s)" % missing)
+c.done()
