@@ -13,33 +13,32 @@ enum {
 	OPT_CHECK_CONFIG,
 };
 
-static const struct option options[] = {
-	{ "config", required_argument, NULL, 'c' },
-	{ "interval", required_argument, NULL, 'i' },
-	{ "duration", required_argument, NULL, 'd' },
-	{ "output", required_argument, NULL, 'o' },
-	{ "version", no_argument, NULL, 'V' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "help-config", no_argument, NULL, OPT_HELP_CONFIG },
-	{ "check-config", optional_argument, NULL, OPT_CHECK_CONFIG },
-	{}
-};
+static const struct option options[] = {{"config", required_argument, NULL, 'c'},
+					{"interval", required_argument, NULL, 'i'},
+					{"duration", required_argument, NULL, 'd'},
+					{"output", required_argument, NULL, 'o'},
+					{"version", no_argument, NULL, 'V'},
+					{"help", no_argument, NULL, 'h'},
+					{"help-config", no_argument, NULL, OPT_HELP_CONFIG},
+					{"check-config", optional_argument, NULL, OPT_CHECK_CONFIG},
+					{}};
 
 void args_usage(const char *prog, char *out, size_t len)
 {
-	snprintf(out, len,
-		 "Usage: %s [OPTIONS]\n"
-		 "Watch every file I/O call of every process on this node with eBPF and publish\n"
-		 "one feature vector per process per time window.\n\n"
-		 "  -c, --config FILE       configuration (default /etc/datacrumbs.conf if present)\n"
-		 "  -i, --interval SECONDS  window length, fractions allowed (default 1)\n"
-		 "  -d, --duration SECONDS  run this long, then flush and exit (default: forever)\n"
-		 "  -o, --output FILE       JSON-lines output; - for standard output\n"
-		 "      --check-config[=FILE]  validate the configuration and exit\n"
-		 "      --help-config       list every setting with its default\n"
-		 "  -V, --version           print the version\n"
-		 "  -h, --help              this text\n",
-		 prog);
+	snprintf(
+	    out, len,
+	    "Usage: %s [OPTIONS]\n"
+	    "Watch every file I/O call of every process on this node with eBPF and publish\n"
+	    "one feature vector per process per time window.\n\n"
+	    "  -c, --config FILE       configuration (default /etc/datacrumbs.conf if present)\n"
+	    "  -i, --interval SECONDS  window length, fractions allowed (default 1)\n"
+	    "  -d, --duration SECONDS  run this long, then flush and exit (default: forever)\n"
+	    "  -o, --output FILE       JSON-lines output; - for standard output\n"
+	    "      --check-config[=FILE]  validate the configuration and exit\n"
+	    "      --help-config       list every setting with its default\n"
+	    "  -V, --version           print the version\n"
+	    "  -h, --help              this text\n",
+	    prog);
 }
 
 static int fail(char *err, size_t errlen, const char *msg, const char *arg)
@@ -52,7 +51,7 @@ int args_parse(int argc, char **argv, struct dc_args *a, char *err, size_t errle
 {
 	int c;
 
-	*a = (struct dc_args){ .action = DC_ACTION_RUN };
+	*a = (struct dc_args){.action = DC_ACTION_RUN};
 	optind = 0; /* reset getopt: parsing may run more than once (tests) */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":c:i:d:o:Vh", options, NULL)) != -1) {

@@ -15,10 +15,10 @@ enum dc_action {
 
 struct dc_args {
 	enum dc_action action;
-	const char *config;   /* NULL: DC_CONFIG_DEFAULT_PATH if it exists, else built-in defaults */
+	const char *config; /* NULL: DC_CONFIG_DEFAULT_PATH if it exists, else built-in defaults */
 	const char *interval; /* overrides, kept as text and validated by the config table */
 	const char *output;
-	double duration;      /* seconds; 0 = run until stopped */
+	double duration; /* seconds; 0 = run until stopped */
 };
 
 /* Pure: no printing, no exit. Returns 0, or -EINVAL with a message in err. */

@@ -10,7 +10,7 @@
 #include "cgroup.h"
 #include "macro.h"
 
-#define CACHE_SLOTS 4096 /* power of two; a miss evicts whatever holds the slot */
+#define CACHE_SLOTS   4096 /* power of two; a miss evicts whatever holds the slot */
 #define FILEID_KERNFS 0xfe
 
 struct cg_slot {
@@ -92,7 +92,7 @@ static char *resolve(struct cgroup_cache *c, uint64_t id)
 	struct {
 		struct file_handle fh;
 		uint64_t id;
-	} h = { .fh = { .handle_bytes = sizeof(uint64_t), .handle_type = FILEID_KERNFS }, .id = id };
+	} h = {.fh = {.handle_bytes = sizeof(uint64_t), .handle_type = FILEID_KERNFS}, .id = id};
 	char link[64], path[PATH_MAX];
 	_cleanup_close_ int fd = -1;
 	ssize_t n;

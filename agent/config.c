@@ -13,40 +13,40 @@
 #define F(field) offsetof(struct dc_config, field), sizeof(((struct dc_config *)0)->field)
 
 static const struct dc_cfg_item items[] = {
-	{ "interval", CFG_FLOAT, F(interval), "1.0", 0.01, DC_WINDOW_MAX_SEC, NULL,
-	  "window length in seconds; one feature vector per process per window" },
-	{ "host", CFG_STRING, F(host), "", 0, 0, NULL,
-	  "host name put in every record; empty means the kernel's host name" },
-	{ "log_level", CFG_STRING, F(log_level), "info", 0, 0,
-	  "emerg|alert|crit|err|warning|notice|info|debug", "most verbose level logged" },
-	{ "output.path", CFG_STRING, F(output), "/var/lib/datacrumbs/records.jsonl", 0, 0, NULL,
-	  "JSON-lines file the records are appended to; \"-\" writes to standard output" },
-	{ "maps.max_keys", CFG_INT, F(max_keys), "8192", 16, 1 << 20, NULL,
-	  "distinct (process, cgroup, operation) keys per window; calls beyond are still "
-	  "counted, per operation, in the agent record's \"unattributed\"" },
-	{ "maps.layout", CFG_STRING, F(map_layout), "auto", 0, 0, "auto|percpu|shared",
-	  "per-CPU aggregation maps (no cache-line sharing) or one shared map (memory does "
-	  "not grow with the CPU count); auto picks percpu while it fits maps.memory_mib" },
-	{ "maps.memory_mib", CFG_INT, F(map_memory_mib), "64", 1, 65536, NULL,
-	  "kernel memory the two window maps may take when maps.layout is auto" },
-	{ "maps.updates", CFG_STRING, F(map_updates), "auto", 0, 0, "auto|atomic",
-	  "how per-CPU values are updated: auto uses plain adds where the kernel cannot preempt "
-	  "a BPF program (preemption none or voluntary) and atomic adds elsewhere; atomic "
-	  "always pays the lock prefix (for kernels whose preemption mode is switched at run time)" },
-	{ "maps.max_procs", CFG_INT, F(max_procs), "16384", 64, 1 << 22, NULL,
-	  "processes whose name is remembered (LRU) between windows" },
-	{ "maps.max_threads", CFG_INT, F(max_threads), "65536", 64, 1 << 22, NULL,
-	  "threads inside a system call at once; only used on kernels without task storage" },
-	{ "probes.syscall.mechanism", CFG_STRING, F(syscall_mechanism), "auto", 0, 0,
-	  "auto|tp_btf|raw_tp|tracepoint",
-	  "how the system-call probes attach; auto takes the cheapest the kernel allows" },
-	{ "probes.syscall.entry_stash", CFG_STRING, F(syscall_stash), "auto", 0, 0,
-	  "auto|task_storage|hash",
-	  "where a call's entry time waits for its exit: BPF task storage (5.11+, cheapest) or "
-	  "a hash keyed by thread id (maps.max_threads); auto takes task storage when the "
-	  "kernel has it" },
-	{ "filter.exclude_self", CFG_BOOL, F(exclude_self), "true", 0, 0, NULL,
-	  "leave the agent's own I/O out (its record writes would otherwise feed back)" },
+    {"interval", CFG_FLOAT, F(interval), "1.0", 0.01, DC_WINDOW_MAX_SEC, NULL,
+     "window length in seconds; one feature vector per process per window"},
+    {"host", CFG_STRING, F(host), "", 0, 0, NULL,
+     "host name put in every record; empty means the kernel's host name"},
+    {"log_level", CFG_STRING, F(log_level), "info", 0, 0,
+     "emerg|alert|crit|err|warning|notice|info|debug", "most verbose level logged"},
+    {"output.path", CFG_STRING, F(output), "/var/lib/datacrumbs/records.jsonl", 0, 0, NULL,
+     "JSON-lines file the records are appended to; \"-\" writes to standard output"},
+    {"maps.max_keys", CFG_INT, F(max_keys), "8192", 16, 1 << 20, NULL,
+     "distinct (process, cgroup, operation) keys per window; calls beyond are still "
+     "counted, per operation, in the agent record's \"unattributed\""},
+    {"maps.layout", CFG_STRING, F(map_layout), "auto", 0, 0, "auto|percpu|shared",
+     "per-CPU aggregation maps (no cache-line sharing) or one shared map (memory does "
+     "not grow with the CPU count); auto picks percpu while it fits maps.memory_mib"},
+    {"maps.memory_mib", CFG_INT, F(map_memory_mib), "64", 1, 65536, NULL,
+     "kernel memory the two window maps may take when maps.layout is auto"},
+    {"maps.updates", CFG_STRING, F(map_updates), "auto", 0, 0, "auto|atomic",
+     "how per-CPU values are updated: auto uses plain adds where the kernel cannot preempt "
+     "a BPF program (preemption none or voluntary) and atomic adds elsewhere; atomic "
+     "always pays the lock prefix (for kernels whose preemption mode is switched at run time)"},
+    {"maps.max_procs", CFG_INT, F(max_procs), "16384", 64, 1 << 22, NULL,
+     "processes whose name is remembered (LRU) between windows"},
+    {"maps.max_threads", CFG_INT, F(max_threads), "65536", 64, 1 << 22, NULL,
+     "threads inside a system call at once; only used on kernels without task storage"},
+    {"probes.syscall.mechanism", CFG_STRING, F(syscall_mechanism), "auto", 0, 0,
+     "auto|tp_btf|raw_tp|tracepoint",
+     "how the system-call probes attach; auto takes the cheapest the kernel allows"},
+    {"probes.syscall.entry_stash", CFG_STRING, F(syscall_stash), "auto", 0, 0,
+     "auto|task_storage|hash",
+     "where a call's entry time waits for its exit: BPF task storage (5.11+, cheapest) or "
+     "a hash keyed by thread id (maps.max_threads); auto takes task storage when the "
+     "kernel has it"},
+    {"filter.exclude_self", CFG_BOOL, F(exclude_self), "true", 0, 0, NULL,
+     "leave the agent's own I/O out (its record writes would otherwise feed back)"},
 };
 
 #undef F
@@ -76,7 +76,8 @@ static int is_group(const char *path)
 	return 0;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -210,17 +211,20 @@ static int apply_setting(struct dc_config *c, config_setting_t *s, const char *f
 	it = item_find(path);
 	if (type == CONFIG_TYPE_GROUP) {
 		if (!is_group(path))
-			return fail(err, errlen, "%s:%d: unknown setting group '%s'", file, line, path);
+			return fail(err, errlen, "%s:%d: unknown setting group '%s'", file, line,
+				    path);
 		return apply_group(c, s, file, err, errlen);
 	}
 	if (!it)
-		return fail(err, errlen, "%s:%d: unknown setting '%s' (datacrumbs --help-config lists them)",
+		return fail(err, errlen,
+			    "%s:%d: unknown setting '%s' (datacrumbs --help-config lists them)",
 			    file, line, path);
 	switch (it->type) {
 	case CFG_FLOAT:
 	case CFG_INT:
 		if (type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64)
-			r = set_number(c, it, (double)config_setting_get_int64(s), msg, sizeof(msg));
+			r = set_number(c, it, (double)config_setting_get_int64(s), msg,
+				       sizeof(msg));
 		else if (type == CONFIG_TYPE_FLOAT && it->type == CFG_FLOAT)
 			r = set_number(c, it, config_setting_get_float(s), msg, sizeof(msg));
 		else
@@ -254,7 +258,8 @@ static int load(struct dc_config *c, config_t *cf, int ok, const char *file, cha
 	int r;
 
 	if (!ok)
-		return fail(err, errlen, "%s:%d: %s", config_error_file(cf) ? config_error_file(cf) : file,
+		return fail(err, errlen, "%s:%d: %s",
+			    config_error_file(cf) ? config_error_file(cf) : file,
 			    config_error_line(cf), config_error_text(cf));
 	/* parse aside: the caller's config changes only if the whole file is good */
 	config_defaults(&tmp);
@@ -303,10 +308,10 @@ void config_print_help(FILE *f)
 		const struct dc_cfg_item *it = &items[i];
 
 		fprintf(f, "%s (%s, default %s%s%s", it->path,
-			it->type == CFG_FLOAT  ? "number" :
-			it->type == CFG_INT    ? "integer" :
-			it->type == CFG_STRING ? "string" :
-						 "boolean",
+			it->type == CFG_FLOAT	 ? "number"
+			: it->type == CFG_INT	 ? "integer"
+			: it->type == CFG_STRING ? "string"
+						 : "boolean",
 			it->type == CFG_STRING ? "\"" : "", it->def,
 			it->type == CFG_STRING ? "\"" : "");
 		if (it->type == CFG_FLOAT || it->type == CFG_INT)

@@ -8,21 +8,21 @@
 #include <stdio.h>
 
 #define DC_CONFIG_DEFAULT_PATH "/etc/datacrumbs.conf"
-#define DC_STR_MAX 1024
+#define DC_STR_MAX	       1024
 
 struct dc_config {
-	double interval;                 /* seconds per window */
-	char host[256];                  /* "" = gethostname() */
+	double interval; /* seconds per window */
+	char host[256];	 /* "" = gethostname() */
 	char log_level[16];
-	char output[DC_STR_MAX];         /* JSON-lines file; "-" = stdout */
-	int64_t max_keys;                /* (process, cgroup, op) keys per window */
-	char map_layout[16];             /* auto | percpu | shared */
-	int64_t map_memory_mib;          /* auto picks percpu while both windows fit in this */
-	char map_updates[16];            /* auto | atomic */
+	char output[DC_STR_MAX]; /* JSON-lines file; "-" = stdout */
+	int64_t max_keys;	 /* (process, cgroup, op) keys per window */
+	char map_layout[16];	 /* auto | percpu | shared */
+	int64_t map_memory_mib;	 /* auto picks percpu while both windows fit in this */
+	char map_updates[16];	 /* auto | atomic */
 	int64_t max_procs;
 	int64_t max_threads;
-	char syscall_mechanism[16];      /* auto | tp_btf | raw_tp | tracepoint */
-	char syscall_stash[16];          /* auto | task_storage | hash */
+	char syscall_mechanism[16]; /* auto | tp_btf | raw_tp | tracepoint */
+	char syscall_stash[16];	    /* auto | task_storage | hash */
 	bool exclude_self;
 };
 
@@ -33,9 +33,9 @@ struct dc_cfg_item {
 	const char *path; /* dotted libconfig path */
 	enum dc_cfg_type type;
 	size_t offset;
-	size_t size;        /* string buffer size */
-	const char *def;    /* default, as text */
-	double min, max;    /* numbers */
+	size_t size;	     /* string buffer size */
+	const char *def;     /* default, as text */
+	double min, max;     /* numbers */
 	const char *choices; /* strings: "a|b|c", NULL = free text */
 	const char *help;
 };

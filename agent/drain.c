@@ -63,8 +63,8 @@ int drain_hash(int fd, size_t ksz, size_t vsz, bool percpu, int ncpus, size_t ma
 		int err = r < 0 ? -errno : 0;
 
 		for (__u32 i = 0; i < count; i++) {
-			int c = cb((char *)keys + i * ksz, (char *)vals + i * vstride * (size_t)cpus,
-				   cpus, ctx);
+			int c = cb((char *)keys + i * ksz,
+				   (char *)vals + i * vstride * (size_t)cpus, cpus, ctx);
 			if (c < 0)
 				return c;
 			n++;
@@ -86,7 +86,8 @@ int drain_hash(int fd, size_t ksz, size_t vsz, bool percpu, int ncpus, size_t ma
 			vals = v2;
 			continue;
 		}
-		if (err && first && count == 0 && (err == -EINVAL || err == -ENOTSUP || err == -EOPNOTSUPP)) {
+		if (err && first && count == 0 &&
+		    (err == -EINVAL || err == -ENOTSUP || err == -EOPNOTSUPP)) {
 			*used_batch = false;
 			return drain_iterate(fd, ksz, vstride, cpus, cb, ctx);
 		}

@@ -31,7 +31,8 @@ void agg_sum_add(struct dc_agg_sum *s, const struct dc_agg_sum *o)
 		s->size[i] += o->size[i];
 }
 
-void agg_sum_delta(struct dc_agg_sum *d, const struct dc_agg_sum *cur, const struct dc_agg_sum *prev)
+void agg_sum_delta(struct dc_agg_sum *d, const struct dc_agg_sum *cur,
+		   const struct dc_agg_sum *prev)
 {
 	d->count = cur->count - prev->count;
 	d->errors = cur->errors - prev->errors;

@@ -43,13 +43,13 @@ struct dc_features {
 	uint64_t meta_ops, meta_time_ns;
 	uint64_t sync_ops, sync_time_ns;
 	uint64_t async_ops;
-	double read_bw;      /* bytes per second of window */
+	double read_bw; /* bytes per second of window */
 	double write_bw;
-	double read_bw_io;   /* bytes per second of time spent in read calls */
+	double read_bw_io; /* bytes per second of time spent in read calls */
 	double write_bw_io;
-	double iops;         /* data calls (read + write classes) per second of window */
-	double ops_per_sec;  /* all calls per second of window */
-	double meta_share;   /* metadata calls / all calls */
+	double iops;		/* data calls (read + write classes) per second of window */
+	double ops_per_sec;	/* all calls per second of window */
+	double meta_share;	/* metadata calls / all calls */
 	double meta_time_share; /* metadata time / all call time */
 };
 

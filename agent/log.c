@@ -23,8 +23,8 @@ int log_get_max_level(void)
 
 int log_parse_level(const char *s)
 {
-	static const char *const names[] = { "emerg", "alert", "crit", "err",
-					     "warning", "notice", "info", "debug" };
+	static const char *const names[] = {"emerg",   "alert",	 "crit", "err",
+					    "warning", "notice", "info", "debug"};
 
 	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
 		if (!strcasecmp(s, names[i]))

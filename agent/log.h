@@ -17,13 +17,13 @@ void log_init(void);
 int log_internal(int level, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define log_full_errno(level, error, ...) log_internal((level), (error), __VA_ARGS__)
-#define log_debug(...) log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
-#define log_info(...) log_full_errno(LOG_INFO, 0, __VA_ARGS__)
-#define log_notice(...) log_full_errno(LOG_NOTICE, 0, __VA_ARGS__)
-#define log_warning(...) log_full_errno(LOG_WARNING, 0, __VA_ARGS__)
-#define log_error(...) log_full_errno(LOG_ERR, 0, __VA_ARGS__)
-#define log_debug_errno(e, ...) log_full_errno(LOG_DEBUG, (e), __VA_ARGS__)
-#define log_warning_errno(e, ...) log_full_errno(LOG_WARNING, (e), __VA_ARGS__)
-#define log_error_errno(e, ...) log_full_errno(LOG_ERR, (e), __VA_ARGS__)
+#define log_debug(...)			  log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
+#define log_info(...)			  log_full_errno(LOG_INFO, 0, __VA_ARGS__)
+#define log_notice(...)			  log_full_errno(LOG_NOTICE, 0, __VA_ARGS__)
+#define log_warning(...)		  log_full_errno(LOG_WARNING, 0, __VA_ARGS__)
+#define log_error(...)			  log_full_errno(LOG_ERR, 0, __VA_ARGS__)
+#define log_debug_errno(e, ...)		  log_full_errno(LOG_DEBUG, (e), __VA_ARGS__)
+#define log_warning_errno(e, ...)	  log_full_errno(LOG_WARNING, (e), __VA_ARGS__)
+#define log_error_errno(e, ...)		  log_full_errno(LOG_ERR, (e), __VA_ARGS__)
 
 #endif

@@ -6,28 +6,28 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_(f)  __attribute__((cleanup(f)))
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Hand ownership out of a _cleanup_ variable. */
-#define TAKE_PTR(p)                          \
-	({                                   \
-		typeof(p) _p = (p);          \
-		(p) = NULL;                  \
-		_p;                          \
+#define TAKE_PTR(p)                 \
+	({                          \
+		typeof(p) _p = (p); \
+		(p) = NULL;         \
+		_p;                 \
 	})
-#define TAKE_FD(fd)                          \
-	({                                   \
-		int _fd = (fd);              \
-		(fd) = -1;                   \
-		_fd;                         \
+#define TAKE_FD(fd)             \
+	({                      \
+		int _fd = (fd); \
+		(fd) = -1;      \
+		_fd;            \
 	})
 
-#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)     \
-	static inline void func##p(type *p)         \
-	{                                           \
-		if (*p)                             \
-			func(*p);                   \
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \
+	static inline void func##p(type *p)     \
+	{                                       \
+		if (*p)                         \
+			func(*p);               \
 	}
 
 static inline void freep(void *p)
@@ -46,8 +46,8 @@ static inline void closep(int *fd)
 }
 #define _cleanup_close_ _cleanup_(closep)
 
-#define USEC_PER_SEC 1000000ULL
+#define USEC_PER_SEC  1000000ULL
 #define NSEC_PER_USEC 1000ULL
-#define NSEC_PER_SEC 1000000000ULL
+#define NSEC_PER_SEC  1000000000ULL
 
 #endif

@@ -15,7 +15,7 @@
 /* Exit codes: 0 done, 1 could not run (BPF refused, output unusable, ...),
  * 2 bad command line or configuration. */
 #define EXIT_RUNTIME 1
-#define EXIT_USAGE 2
+#define EXIT_USAGE   2
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {

@@ -88,14 +88,14 @@ static int manager_close_window(struct manager *m)
 
 	windows_close(&m->win, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_REALTIME) / 1000, &w);
 	ctx = (struct dc_record_ctx){
-		.host = m->host, .run_id = m->run_id, .boot_id = m->boot_id, .w = &w
-	};
+	    .host = m->host, .run_id = m->run_id, .boot_id = m->boot_id, .w = &w};
 
 	r = probe_syscall_flip_and_drain(m->sys, &res);
 	if (r < 0)
 		/* the counts stay in the kernel map and are drained with the next window */
-		log_warning_errno(r, "Window %llu: cannot drain the syscall maps: %m; retrying next window",
-				  (unsigned long long)w.seq);
+		log_warning_errno(
+		    r, "Window %llu: cannot drain the syscall maps: %m; retrying next window",
+		    (unsigned long long)w.seq);
 
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	featvec_sort(res.entries, res.n);
@@ -103,9 +103,9 @@ static int manager_close_window(struct manager *m)
 		size_t end = featvec_group_end(res.entries, res.n, i);
 		char comm[DC_COMM_LEN + 1];
 		struct dc_proc_ident id = {
-			.pid = res.entries[i].tgid,
-			.comm = comm,
-			.cgroup_id = res.entries[i].cgroup_id,
+		    .pid = res.entries[i].tgid,
+		    .comm = comm,
+		    .cgroup_id = res.entries[i].cgroup_id,
 		};
 
 		probe_syscall_comm(m->sys, id.pid, comm, sizeof(comm));
@@ -114,7 +114,8 @@ static int manager_close_window(struct manager *m)
 			events += res.entries[k].v.count;
 		buf_reset(&m->rec);
 		record_features(&m->rec, &ctx, &id, res.entries + i, end - i);
-		if (!m->rec.err && sink_write(m->sink, DC_REC_FEATURES, &w, m->rec.data, m->rec.len) == 0)
+		if (!m->rec.err &&
+		    sink_write(m->sink, DC_REC_FEATURES, &w, m->rec.data, m->rec.len) == 0)
 			records++;
 		i = end;
 	}
@@ -123,30 +124,30 @@ static int manager_close_window(struct manager *m)
 
 	selfstat_read(&self);
 	st = (struct dc_agent_stats){
-		.version = DC_VERSION,
-		.events = events,
-		.records = records,
-		.keys = res.n,
-		.unattributed = res.overflow,
-		.n_unattributed = DC_OP_MAX,
-		.flip_us = res.flip_us,
-		.drain_us = res.drain_us,
-		.encode_us = (clock_ns(CLOCK_MONOTONIC) - t0) / 1000,
-		.cpu_user_us = self.user_us - m->self.user_us,
-		.cpu_sys_us = self.sys_us - m->self.sys_us,
-		.rss_kib = self.rss_kib,
-		.sink_errors = m->sink->stats.errors,
-		.sink_pending_bytes = m->sink->stats.pending_bytes,
-		.sink_dropped_bytes = m->sink->stats.dropped_bytes,
-		.max_keys = probe_syscall_max_keys(m->sys),
-		.map_layout = probe_syscall_layout(m->sys),
-		.probes = m->probes,
-		.n_probes = ELEMENTSOF(m->probes),
+	    .version = DC_VERSION,
+	    .events = events,
+	    .records = records,
+	    .keys = res.n,
+	    .unattributed = res.overflow,
+	    .n_unattributed = DC_OP_MAX,
+	    .flip_us = res.flip_us,
+	    .drain_us = res.drain_us,
+	    .encode_us = (clock_ns(CLOCK_MONOTONIC) - t0) / 1000,
+	    .cpu_user_us = self.user_us - m->self.user_us,
+	    .cpu_sys_us = self.sys_us - m->self.sys_us,
+	    .rss_kib = self.rss_kib,
+	    .sink_errors = m->sink->stats.errors,
+	    .sink_pending_bytes = m->sink->stats.pending_bytes,
+	    .sink_dropped_bytes = m->sink->stats.dropped_bytes,
+	    .max_keys = probe_syscall_max_keys(m->sys),
+	    .map_layout = probe_syscall_layout(m->sys),
+	    .probes = m->probes,
+	    .n_probes = ELEMENTSOF(m->probes),
 	};
 	memcpy(st.counters, res.counters, sizeof(st.counters));
-	st.cpu_share = window_seconds(&w) > 0 ?
-			       (double)(st.cpu_user_us + st.cpu_sys_us) / 1e6 / window_seconds(&w) :
-			       0;
+	st.cpu_share = window_seconds(&w) > 0
+			   ? (double)(st.cpu_user_us + st.cpu_sys_us) / 1e6 / window_seconds(&w)
+			   : 0;
 	m->self = self;
 
 	buf_reset(&m->rec);
@@ -224,15 +225,15 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	r = cgroup_cache_new(NULL, &m->cgroups);
 	if (r < 0)
 		log_warning_errno(r, "Cannot open the cgroup2 hierarchy (%m): records will carry "
-				  "cgroup ids without paths, ignoring");
+				     "cgroup ids without paths, ignoring");
 
 	r = probe_syscall_new(cfg, &m->sys);
 	if (r < 0)
 		return r;
 	m->probes[0] = (struct dc_probe_report){
-		.name = "syscall",
-		.mechanism = probe_syscall_mechanism(m->sys),
-		.detail = probe_syscall_detail(m->sys),
+	    .name = "syscall",
+	    .mechanism = probe_syscall_mechanism(m->sys),
+	    .detail = probe_syscall_detail(m->sys),
 	};
 
 	r = sd_event_default(&m->event);
@@ -259,7 +260,8 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 		return log_error_errno(r, "Cannot arm the window timer: %m");
 	if (duration_sec > 0) {
 		r = sd_event_add_time_relative(m->event, NULL, CLOCK_MONOTONIC,
-					       (uint64_t)(duration_sec * 1e6), 1000, on_duration, m);
+					       (uint64_t)(duration_sec * 1e6), 1000, on_duration,
+					       m);
 		if (r < 0)
 			return log_error_errno(r, "Cannot arm the duration timer: %m");
 	}

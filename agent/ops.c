@@ -13,9 +13,9 @@
 static int nr_for(const char *name);
 
 static const struct dc_op_info op_table[DC_OP_MAX] = {
-	[DC_OP_NONE] = { "none", DC_CLASS_METADATA, DC_SZ_NONE },
-#define X(n, c, s) [DC_OP_##n] = { #n, c, s },
-	DC_OPS(X)
+    [DC_OP_NONE] = {"none", DC_CLASS_METADATA, DC_SZ_NONE},
+#define X(n, c, s) [DC_OP_##n] = {#n, c, s},
+    DC_OPS(X)
 #undef X
 };
 
@@ -25,21 +25,21 @@ static int nr_for(const char *name)
 		const char *name;
 		int nr;
 	} nrs[] = {
-#define N(n) { #n, SYS_##n },
-		N(read) N(write) N(pread64) N(pwrite64) N(readv) N(writev) N(preadv) N(pwritev)
-		N(preadv2) N(pwritev2) N(openat) N(openat2) N(close) N(lseek) N(fsync)
-		N(fdatasync) N(sync) N(syncfs) N(sync_file_range) N(fallocate) N(ftruncate)
-		N(truncate) N(statx) N(newfstatat) N(fstat) N(getdents64) N(unlinkat)
-		N(renameat2) N(mkdirat) N(mmap) N(msync) N(sendfile) N(splice)
-		N(copy_file_range) N(readahead) N(fadvise64) N(flock) N(io_uring_enter)
-		N(io_submit) N(io_getevents) N(faccessat) N(faccessat2) N(fcntl) N(dup) N(dup3)
-		N(close_range) N(io_pgetevents)
+#define N(n) {#n, SYS_##n},
+	    N(read) N(write) N(pread64) N(pwrite64) N(readv) N(writev) N(preadv) N(pwritev)
+		N(preadv2) N(pwritev2) N(openat) N(openat2) N(close) N(lseek) N(fsync) N(fdatasync)
+		    N(sync) N(syncfs) N(sync_file_range) N(fallocate) N(ftruncate) N(truncate)
+			N(statx) N(newfstatat) N(fstat) N(getdents64) N(unlinkat) N(renameat2)
+			    N(mkdirat) N(mmap) N(msync) N(sendfile) N(splice) N(copy_file_range)
+				N(readahead) N(fadvise64) N(flock) N(io_uring_enter) N(io_submit)
+				    N(io_getevents) N(faccessat) N(faccessat2) N(fcntl) N(dup)
+					N(dup3) N(close_range) N(io_pgetevents)
 #ifdef SYS_open
-		N(open) N(creat) N(unlink) N(rename) N(mkdir) N(rmdir) N(stat) N(lstat)
-		N(access) N(dup2)
+					    N(open) N(creat) N(unlink) N(rename) N(mkdir) N(rmdir)
+						N(stat) N(lstat) N(access) N(dup2)
 #endif
 #ifdef SYS_renameat
-		N(renameat)
+						    N(renameat)
 #endif
 #undef N
 	};

@@ -29,8 +29,10 @@ static enum dc_preempt from_word(const char *w, size_t n)
 		const char *name;
 		enum dc_preempt p;
 	} words[] = {
-		{ "none", DC_PREEMPT_NONE }, { "voluntary", DC_PREEMPT_VOLUNTARY },
-		{ "full", DC_PREEMPT_FULL }, { "lazy", DC_PREEMPT_LAZY },
+	    {"none", DC_PREEMPT_NONE},
+	    {"voluntary", DC_PREEMPT_VOLUNTARY},
+	    {"full", DC_PREEMPT_FULL},
+	    {"lazy", DC_PREEMPT_LAZY},
 	};
 
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
@@ -94,7 +96,8 @@ enum dc_preempt preempt_parse(const char *debugfs, const char *uname_version, co
 	}
 	dynamic = strstr(uname_version, "PREEMPT_DYNAMIC") != NULL;
 	if (dynamic) {
-		if (cmdline && (p = strstr(cmdline, "preempt=")) && (p == cmdline || p[-1] == ' ')) {
+		if (cmdline && (p = strstr(cmdline, "preempt=")) &&
+		    (p == cmdline || p[-1] == ' ')) {
 			size_t n = strcspn(p + 8, " \n");
 			enum dc_preempt m = from_word(p + 8, n);
 

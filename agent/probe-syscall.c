@@ -17,7 +17,7 @@
 #include "syscall.skel.h"
 
 enum mech { MECH_TP_BTF, MECH_RAW_TP, MECH_TRACEPOINT, MECH_MAX };
-static const char *const mech_names[MECH_MAX] = { "tp_btf", "raw_tp", "tracepoint" };
+static const char *const mech_names[MECH_MAX] = {"tp_btf", "raw_tp", "tracepoint"};
 
 struct probe_syscall {
 	struct syscall_bpf *skel;
@@ -126,9 +126,10 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	 * for the map-of-maps: libbpf 1.1 cannot resize its own inner template
 	 * (bpf_map__set_max_entries() dereferences the template's NULL obj). */
 	for (int i = 0; i < 2; i++) {
-		p->inner_fd[i] = bpf_map_create(p->percpu ? BPF_MAP_TYPE_PERCPU_HASH : BPF_MAP_TYPE_HASH,
-						i ? "dc_agg_b" : "dc_agg_a", sizeof(struct dc_agg_key),
-						sizeof(struct dc_agg_val), (__u32)p->max_keys, NULL);
+		p->inner_fd[i] =
+		    bpf_map_create(p->percpu ? BPF_MAP_TYPE_PERCPU_HASH : BPF_MAP_TYPE_HASH,
+				   i ? "dc_agg_b" : "dc_agg_a", sizeof(struct dc_agg_key),
+				   sizeof(struct dc_agg_val), (__u32)p->max_keys, NULL);
 		if (p->inner_fd[i] < 0)
 			return -errno;
 	}
@@ -177,8 +178,9 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 	int r = -ENOENT;
 
 	if (access("/sys/kernel/btf/vmlinux", R_OK) < 0)
-		return log_error_errno(-errno, "This kernel exposes no BTF (/sys/kernel/btf/vmlinux: %m); "
-				       "datacrumbs needs CONFIG_DEBUG_INFO_BTF=y to relocate its probes");
+		return log_error_errno(
+		    -errno, "This kernel exposes no BTF (/sys/kernel/btf/vmlinux: %m); "
+			    "datacrumbs needs CONFIG_DEBUG_INFO_BTF=y to relocate its probes");
 
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -196,13 +198,15 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 	r = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL);
 	if (r == -EPERM || r == -EACCES)
 		return log_error_errno(r, "Not allowed to use BPF (%m): run datacrumbs as root, or "
-				       "with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE");
+					  "with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE");
 	task_storage = r == 1;
 	if (!strcmp(cfg->syscall_stash, "hash"))
 		task_storage = false;
 	else if (!strcmp(cfg->syscall_stash, "task_storage") && !task_storage)
-		return log_error_errno(-EOPNOTSUPP, "probes.syscall.entry_stash is \"task_storage\" but "
-				       "this kernel has no BPF task storage (5.11+); use \"auto\" or \"hash\"");
+		return log_error_errno(
+		    -EOPNOTSUPP,
+		    "probes.syscall.entry_stash is \"task_storage\" but "
+		    "this kernel has no BPF task storage (5.11+); use \"auto\" or \"hash\"");
 
 	if (strcmp(cfg->syscall_mechanism, "auto")) {
 		for (int i = 0; i < MECH_MAX; i++)
@@ -215,13 +219,14 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 			r = try_mechanism(p, cfg, m, task_storage);
 		if (!r) {
 			p->mech = m;
-			off += (size_t)snprintf(p->detail + off, sizeof(p->detail) - off,
-						"%sentry stash in %s; %s updates (preemption %s, from %s)",
-						off ? "; " : "",
-						task_storage ? "task storage" : "a per-thread hash",
-						p->plain_updates ? "plain" : "atomic",
-						preempt_name(p->preempt), p->preempt_why);
-			log_info("syscall probes attached with %s (%s, %s maps of %llu keys, %s updates: "
+			off += (size_t)snprintf(
+			    p->detail + off, sizeof(p->detail) - off,
+			    "%sentry stash in %s; %s updates (preemption %s, from %s)",
+			    off ? "; " : "", task_storage ? "task storage" : "a per-thread hash",
+			    p->plain_updates ? "plain" : "atomic", preempt_name(p->preempt),
+			    p->preempt_why);
+			log_info("syscall probes attached with %s (%s, %s maps of %llu keys, %s "
+				 "updates: "
 				 "preemption %s from %s)",
 				 mech_names[m], task_storage ? "task storage" : "thread hash",
 				 p->percpu ? "per-CPU" : "shared", (unsigned long long)p->max_keys,
@@ -231,17 +236,20 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 			return 0;
 		}
 		if (r == -EPERM || r == -EACCES)
-			return log_error_errno(r, "Not allowed to load BPF programs (%m): run datacrumbs "
-					       "as root, or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE");
+			return log_error_errno(
+			    r, "Not allowed to load BPF programs (%m): run datacrumbs "
+			       "as root, or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE");
 		log_notice("syscall probes: %s refused by this kernel (%s)%s", mech_names[m],
 			   strerror(-r), m < last ? ", trying the next mechanism" : "");
-		off += (size_t)snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s refused: %s",
-					off ? "; " : "", mech_names[m], strerror(-r));
+		off +=
+		    (size_t)snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s refused: %s",
+				     off ? "; " : "", mech_names[m], strerror(-r));
 		if (off >= sizeof(p->detail))
 			off = sizeof(p->detail) - 1;
 		reset_attempt(p);
 	}
-	return log_error_errno(r, "No mechanism could attach the system-call probes (%s)", p->detail);
+	return log_error_errno(r, "No mechanism could attach the system-call probes (%s)",
+			       p->detail);
 }
 
 const char *probe_syscall_mechanism(const struct probe_syscall *p)
@@ -285,8 +293,9 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 	e->tgid = k->tgid;
 	e->op = k->op;
 	for (int c = 0; c < ncpus; c++)
-		agg_sum_add_val(&e->v, (const struct dc_agg_val *)((const char *)values +
-								   (size_t)c * sizeof(struct dc_agg_val)));
+		agg_sum_add_val(&e->v,
+				(const struct dc_agg_val *)((const char *)values +
+							    (size_t)c * sizeof(struct dc_agg_val)));
 	return 0;
 }
 
@@ -320,7 +329,7 @@ static void read_overflow(struct probe_syscall *p, struct dc_agg_entry out[DC_OP
 	for (__u32 op = 0; op < DC_OP_MAX; op++) {
 		struct dc_agg_sum cur = {};
 
-		out[op] = (struct dc_agg_entry){ .op = (uint16_t)op };
+		out[op] = (struct dc_agg_entry){.op = (uint16_t)op};
 		if (!vals || percpu_lookup(fd, op, vals))
 			continue;
 		for (int c = 0; c < p->ncpus; c++)

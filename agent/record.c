@@ -161,10 +161,10 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 }
 
 static const char *const counter_names[DC_CNT_MAX] = {
-	[DC_CNT_AGG_FULL] = "agg_map_full",
-	[DC_CNT_STASH_FAIL] = "entry_stash_full",
-	[DC_CNT_NO_ENTRY] = "exit_without_entry",
-	[DC_CNT_PROC_FAIL] = "proc_map_full",
+    [DC_CNT_AGG_FULL] = "agg_map_full",
+    [DC_CNT_STASH_FAIL] = "entry_stash_full",
+    [DC_CNT_NO_ENTRY] = "exit_without_entry",
+    [DC_CNT_PROC_FAIL] = "proc_map_full",
 };
 
 void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struct dc_agent_stats *s)

@@ -23,7 +23,7 @@ const char *record_type_name(enum dc_rec_type t);
 
 struct dc_record_ctx {
 	const char *host;
-	const char *run_id;  /* random per agent start: (host, run, window) identifies a window */
+	const char *run_id; /* random per agent start: (host, run, window) identifies a window */
 	const char *boot_id;
 	const struct dc_window *w;
 };
@@ -47,15 +47,15 @@ struct dc_probe_report {
 
 struct dc_agent_stats {
 	const char *version;
-	uint64_t events;        /* calls counted in this window, attributed or not */
-	uint64_t records;       /* feature records written for this window */
-	uint64_t keys;          /* (process, cgroup, op) keys drained */
+	uint64_t events;	       /* calls counted in this window, attributed or not */
+	uint64_t records;	       /* feature records written for this window */
+	uint64_t keys;		       /* (process, cgroup, op) keys drained */
 	uint64_t counters[DC_CNT_MAX]; /* deltas of the kernel's loss counters */
 	const struct dc_agg_entry *unattributed; /* per-op calls that overflowed the map */
 	size_t n_unattributed;
 	uint64_t flip_us, drain_us, encode_us;
 	uint64_t cpu_user_us, cpu_sys_us; /* agent user-space CPU in this window */
-	double cpu_share;                 /* (user + sys) / window wall time */
+	double cpu_share;		  /* (user + sys) / window wall time */
 	uint64_t rss_kib;
 	uint64_t sink_errors, sink_pending_bytes, sink_dropped_bytes;
 	uint64_t max_keys;
@@ -64,6 +64,7 @@ struct dc_agent_stats {
 	size_t n_probes;
 };
 
-void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struct dc_agent_stats *s);
+void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx,
+		  const struct dc_agent_stats *s);
 
 #endif

@@ -19,7 +19,7 @@ struct sink_file {
 	int fd;
 	bool owned;
 	size_t max_pending;
-	struct dc_buf buf;   /* records not yet committed */
+	struct dc_buf buf; /* records not yet committed */
 	uint64_t buf_records;
 	int last_err;
 };
@@ -74,8 +74,9 @@ static int file_flush(struct dc_sink *s)
 			s->stats.bytes += off;
 			s->stats.errors++;
 			if (r != f->last_err)
-				log_error_errno(r, "Cannot write records to %s: %m; keeping them for retry",
-						f->path);
+				log_error_errno(
+				    r, "Cannot write records to %s: %m; keeping them for retry",
+				    f->path);
 			f->last_err = r;
 			if (f->buf.len > f->max_pending) {
 				/* bounded: drop the oldest whole lines beyond the limit */
@@ -116,10 +117,10 @@ static void file_free(struct dc_sink *s)
 }
 
 static const struct dc_sink_ops file_ops = {
-	.name = "file",
-	.write = file_write,
-	.flush = file_flush,
-	.free = file_free,
+    .name = "file",
+    .write = file_write,
+    .flush = file_flush,
+    .free = file_free,
 };
 
 int sink_file_new(const char *path, size_t max_pending, struct dc_sink **ret)

@@ -25,10 +25,10 @@ struct dc_sink_ops {
 };
 
 struct dc_sink_stats {
-	uint64_t records, bytes;    /* committed */
-	uint64_t errors;            /* failed commits (retried) */
-	uint64_t pending_bytes;     /* held for retry */
-	uint64_t dropped_bytes;     /* given up on: over the retry bound */
+	uint64_t records, bytes; /* committed */
+	uint64_t errors;	 /* failed commits (retried) */
+	uint64_t pending_bytes;	 /* held for retry */
+	uint64_t dropped_bytes;	 /* given up on: over the retry bound */
 };
 
 struct dc_sink {

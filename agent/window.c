@@ -5,9 +5,9 @@ void windows_init(struct dc_windows *ws, uint64_t interval_ns, uint64_t now_mono
 		  uint64_t now_real_us)
 {
 	*ws = (struct dc_windows){
-		.interval_ns = interval_ns,
-		.origin_mono_ns = now_mono_ns,
-		.cur = { .seq = 0, .start_real_us = now_real_us, .start_mono_ns = now_mono_ns },
+	    .interval_ns = interval_ns,
+	    .origin_mono_ns = now_mono_ns,
+	    .cur = {.seq = 0, .start_real_us = now_real_us, .start_mono_ns = now_mono_ns},
 	};
 }
 
@@ -21,9 +21,9 @@ void windows_close(struct dc_windows *ws, uint64_t now_mono_ns, uint64_t now_rea
 	c->end_real_us = now_real_us >= c->start_real_us ? now_real_us : c->start_real_us;
 	*closed = *c;
 	*c = (struct dc_window){
-		.seq = closed->seq + 1,
-		.start_real_us = closed->end_real_us,
-		.start_mono_ns = closed->end_mono_ns,
+	    .seq = closed->seq + 1,
+	    .start_real_us = closed->end_real_us,
+	    .start_mono_ns = closed->end_mono_ns,
 	};
 }
 

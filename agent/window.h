@@ -13,7 +13,7 @@
  * does not drift the schedule.
  */
 struct dc_window {
-	uint64_t seq;           /* 0, 1, 2, ... per agent run */
+	uint64_t seq;		/* 0, 1, 2, ... per agent run */
 	uint64_t start_real_us; /* CLOCK_REALTIME, microseconds since the epoch */
 	uint64_t end_real_us;
 	uint64_t start_mono_ns; /* CLOCK_MONOTONIC */

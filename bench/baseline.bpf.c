@@ -61,7 +61,7 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(minagg_exit, struct pt_regs *regs, long ret)
 {
 	__u64 *ts = bpf_task_storage_get(&start, bpf_get_current_task_btf(), 0, 0);
-	struct key k = { .pid = bpf_get_current_pid_tgid() >> 32, .nr = regs->orig_ax };
+	struct key k = {.pid = bpf_get_current_pid_tgid() >> 32, .nr = regs->orig_ax};
 	struct val *v, zero = {};
 
 	if (!ts || !*ts)

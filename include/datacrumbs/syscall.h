@@ -35,8 +35,8 @@
  * under 2 GiB). Slots are 32 bits: one CPU cannot make 2^32 calls in a
  * window of at most DC_WINDOW_MAX_SEC, so they cannot wrap.
  */
-#define DC_LAT_SLOTS 40
-#define DC_SIZE_SLOTS 34
+#define DC_LAT_SLOTS	  40
+#define DC_SIZE_SLOTS	  34
 #define DC_WINDOW_MAX_SEC 300
 
 struct dc_agg_key {
@@ -76,10 +76,11 @@ struct dc_proc {
  * Each names a place where an event could have been lost or misattributed.
  */
 enum dc_syscall_counter {
-	DC_CNT_AGG_FULL = 0,     /* key did not fit in the window map: counted in agg_overflow instead */
-	DC_CNT_STASH_FAIL = 1,   /* no room to remember the entry time: call not counted */
-	DC_CNT_NO_ENTRY = 2,     /* exit seen without its entry (attached mid-call): not counted */
-	DC_CNT_PROC_FAIL = 3,    /* could not record the process comm: record says "?" */
+	DC_CNT_AGG_FULL =
+	    0, /* key did not fit in the window map: counted in agg_overflow instead */
+	DC_CNT_STASH_FAIL = 1, /* no room to remember the entry time: call not counted */
+	DC_CNT_NO_ENTRY = 2,   /* exit seen without its entry (attached mid-call): not counted */
+	DC_CNT_PROC_FAIL = 3,  /* could not record the process comm: record says "?" */
 	DC_CNT_MAX = 4,
 };
 

@@ -38,8 +38,8 @@ static void *worker(void *arg)
 	long t = (long)arg;
 	char path[4096], *buf = malloc(size);
 	char a[1000], b[24];
-	struct iovec iov[2] = { { a, sizeof(a) }, { b, sizeof(b) } };
-	struct timespec ts = { pause_ms / 1000, (long)(pause_ms % 1000) * 1000000L };
+	struct iovec iov[2] = {{a, sizeof(a)}, {b, sizeof(b)}};
+	struct timespec ts = {pause_ms / 1000, (long)(pause_ms % 1000) * 1000000L};
 	int fd;
 
 	memset(buf, 'x', size);

@@ -2,11 +2,11 @@
 #include "args.h"
 #include "tap.h"
 
-#define PARSE(a, ...)                                                          \
-	({                                                                     \
-		char *argv[] = { "datacrumbs", __VA_ARGS__, NULL };            \
+#define PARSE(a, ...)                                                                 \
+	({                                                                            \
+		char *argv[] = {"datacrumbs", __VA_ARGS__, NULL};                     \
 		args_parse((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv, (a), err, \
-			   sizeof(err));                                       \
+			   sizeof(err));                                              \
 	})
 
 int main(void)
@@ -23,13 +23,14 @@ int main(void)
 	CHECK(PARSE(&a, "--version") == 0 && a.action == DC_ACTION_VERSION, "version");
 	CHECK(PARSE(&a, "--help") == 0 && a.action == DC_ACTION_HELP, "help");
 	CHECK(PARSE(&a, "--check-config=/y.conf") == 0 && a.action == DC_ACTION_CHECK_CONFIG &&
-		      !strcmp(a.config, "/y.conf"),
+		  !strcmp(a.config, "/y.conf"),
 	      "check-config with a file");
 	CHECK(PARSE(&a, "--bogus") < 0 && strstr(err, "--bogus"), "unknown option named: %s", err);
 	CHECK(PARSE(&a, "--duration", "abc") < 0 && strstr(err, "abc"), "bad duration: %s", err);
 	CHECK(PARSE(&a, "--duration", "-1") < 0, "negative duration refused");
 	CHECK(PARSE(&a, "--duration", "nan") < 0, "NaN duration refused");
-	CHECK(PARSE(&a, "--interval") < 0 && strstr(err, "needs a value"), "missing value: %s", err);
+	CHECK(PARSE(&a, "--interval") < 0 && strstr(err, "needs a value"), "missing value: %s",
+	      err);
 	CHECK(PARSE(&a, "stray") < 0 && strstr(err, "stray"), "stray argument: %s", err);
 	CHECK(PARSE(&a, "-o", "") < 0, "empty output refused");
 	return tap_done();

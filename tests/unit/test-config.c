@@ -14,19 +14,21 @@ int main(void)
 	CHECK_STR(c.map_layout, "auto", "default layout");
 	CHECK(c.exclude_self, "exclude_self on by default");
 
-	r = config_load_string(&c, "interval = 0.5;\nmaps = { max_keys = 64; layout = \"shared\"; };\n"
-				   "output = { path = \"-\"; };\nfilter = { exclude_self = false; };\n",
+	r = config_load_string(&c,
+			       "interval = 0.5;\nmaps = { max_keys = 64; layout = \"shared\"; };\n"
+			       "output = { path = \"-\"; };\nfilter = { exclude_self = false; };\n",
 			       err, sizeof(err));
 	CHECK(r == 0, "valid file loads (%s)", r ? err : "");
 	CHECK(c.interval == 0.5 && c.max_keys == 64 && !strcmp(c.map_layout, "shared") &&
-		      !strcmp(c.output, "-") && !c.exclude_self,
+		  !strcmp(c.output, "-") && !c.exclude_self,
 	      "values applied");
 
 	r = config_load_string(&c, "interval = 2;\n", err, sizeof(err));
 	CHECK(r == 0 && c.interval == 2.0, "an integer is accepted for a number");
 	CHECK_U64(c.max_keys, 8192, "a reload starts from defaults, not the previous file");
 
-	r = config_load_string(&c, "interval = 1.0;\n\nmaps = { max_kees = 5; };\n", err, sizeof(err));
+	r = config_load_string(&c, "interval = 1.0;\n\nmaps = { max_kees = 5; };\n", err,
+			       sizeof(err));
 	CHECK(r < 0 && strstr(err, ":3:") && strstr(err, "maps.max_kees"),
 	      "unknown key names its path and line: %s", err);
 	CHECK(c.interval == 2.0, "a failed load leaves the config untouched");
@@ -51,7 +53,8 @@ int main(void)
 
 	CHECK(config_set(&c, "interval", "0.25", err, sizeof(err)) == 0 && c.interval == 0.25,
 	      "override");
-	CHECK(config_set(&c, "interval", "0", err, sizeof(err)) < 0, "override checked by the table");
+	CHECK(config_set(&c, "interval", "0", err, sizeof(err)) < 0,
+	      "override checked by the table");
 	CHECK(config_set(&c, "interval", "1x", err, sizeof(err)) < 0, "override must be a number");
 	return tap_done();
 }

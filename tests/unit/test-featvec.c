@@ -10,7 +10,7 @@
 static struct dc_agg_entry mk(uint32_t tgid, uint64_t cg, unsigned op, uint64_t count,
 			      uint64_t bytes, uint64_t time_ns)
 {
-	struct dc_agg_entry e = { .tgid = tgid, .cgroup_id = cg, .op = (uint16_t)op };
+	struct dc_agg_entry e = {.tgid = tgid, .cgroup_id = cg, .op = (uint16_t)op};
 
 	e.v.count = count;
 	e.v.bytes = bytes;
@@ -22,17 +22,20 @@ static struct dc_agg_entry mk(uint32_t tgid, uint64_t cg, unsigned op, uint64_t 
 int main(void)
 {
 	struct dc_agg_entry e[] = {
-		mk(20, 1, DC_OP_openat, 2, 0, 2000),
-		mk(10, 1, DC_OP_pwrite64, 100, 409600, 1000000),
-		mk(10, 1, DC_OP_pread64, 50, 204800, 500000),
-		mk(10, 1, DC_OP_openat, 10, 0, 100000),
-		mk(10, 2, DC_OP_read, 1, 10, 10),
-		mk(10, 1, DC_OP_mmap, 1, 1 << 20, 400), /* length, not a transfer */
+	    mk(20, 1, DC_OP_openat, 2, 0, 2000),
+	    mk(10, 1, DC_OP_pwrite64, 100, 409600, 1000000),
+	    mk(10, 1, DC_OP_pread64, 50, 204800, 500000),
+	    mk(10, 1, DC_OP_openat, 10, 0, 100000),
+	    mk(10, 2, DC_OP_read, 1, 10, 10),
+	    mk(10, 1, DC_OP_mmap, 1, 1 << 20, 400), /* length, not a transfer */
 	};
-	struct dc_window w = { .seq = 7, .start_real_us = 1000, .end_real_us = 2001000,
-			       .start_mono_ns = 0, .end_mono_ns = 2000000000ULL };
-	struct dc_record_ctx ctx = { .host = "h\"1", .run_id = "r", .boot_id = "b", .w = &w };
-	struct dc_proc_ident id = { .pid = 10, .comm = "we\nird", .cgroup_id = 1, .cgroup = "/a" };
+	struct dc_window w = {.seq = 7,
+			      .start_real_us = 1000,
+			      .end_real_us = 2001000,
+			      .start_mono_ns = 0,
+			      .end_mono_ns = 2000000000ULL};
+	struct dc_record_ctx ctx = {.host = "h\"1", .run_id = "r", .boot_id = "b", .w = &w};
+	struct dc_proc_ident id = {.pid = 10, .comm = "we\nird", .cgroup_id = 1, .cgroup = "/a"};
 	struct dc_features f;
 	struct dc_agg_val kv = {};
 	struct dc_agg_sum s = {}, d;
@@ -50,8 +53,10 @@ int main(void)
 	CHECK_U64(f.ops, 161, "total ops");
 	CHECK_U64(f.write_bytes, 409600, "write bytes");
 	CHECK_U64(f.read_bytes, 204800, "read bytes");
-	CHECK(fabs(f.write_bw - 204800) < 1e-6, "write bandwidth per second of window (%g)", f.write_bw);
-	CHECK(fabs(f.write_bw_io - 409600 / 0.001) < 1e-3, "write bandwidth per second of I/O time");
+	CHECK(fabs(f.write_bw - 204800) < 1e-6, "write bandwidth per second of window (%g)",
+	      f.write_bw);
+	CHECK(fabs(f.write_bw_io - 409600 / 0.001) < 1e-3,
+	      "write bandwidth per second of I/O time");
 	CHECK(fabs(f.iops - 75) < 1e-9, "IOPS counts data calls only (%g)", f.iops);
 	CHECK(fabs(f.meta_share - 11.0 / 161) < 1e-12, "metadata share (mmap and openat)");
 	CHECK_U64(f.meta_ops, 11, "mmap is metadata, its length is not bandwidth");
@@ -64,7 +69,8 @@ int main(void)
 	CHECK(strstr(b.data, "\"window\":7") != NULL, "window sequence");
 	CHECK(strstr(b.data, "\"pwrite64\":{\"class\":\"data_write\",\"count\":100") != NULL,
 	      "op keyed by name with its class");
-	CHECK(strchr(b.data, '\n') == b.data + strlen(b.data) - 1, "no raw newline inside the record");
+	CHECK(strchr(b.data, '\n') == b.data + strlen(b.data) - 1,
+	      "no raw newline inside the record");
 
 	/* per-CPU values are summed into 64-bit histograms */
 	kv.lat_hist[2] = 3;

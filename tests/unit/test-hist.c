@@ -36,14 +36,17 @@ int main(void)
 	h[11] = 100; /* [1024, 2048) */
 	CHECK(fabs(hist_quantile(h, DC_LAT_SLOTS, 0.5) - 1536) < 1e-9,
 	      "p50 of one slot is its midpoint (%g)", hist_quantile(h, DC_LAT_SLOTS, 0.5));
-	CHECK(fabs(hist_quantile(h, DC_LAT_SLOTS, 0.9) - (1024 + 0.9 * 1024)) < 1e-9, "p90 interpolates");
+	CHECK(fabs(hist_quantile(h, DC_LAT_SLOTS, 0.9) - (1024 + 0.9 * 1024)) < 1e-9,
+	      "p90 interpolates");
 	h[21] = 100; /* [2^20, 2^21) */
 	CHECK(hist_quantile(h, DC_LAT_SLOTS, 0.25) < 2048, "p25 in the low slot");
 	CHECK(hist_quantile(h, DC_LAT_SLOTS, 0.75) >= (1 << 20), "p75 in the high slot");
-	CHECK(fabs(hist_quantile(h, DC_LAT_SLOTS, 1.0) - (1 << 21)) < 1e-9, "p100 is the top bound");
+	CHECK(fabs(hist_quantile(h, DC_LAT_SLOTS, 1.0) - (1 << 21)) < 1e-9,
+	      "p100 is the top bound");
 	CHECK(hist_quantile(h, DC_LAT_SLOTS, 0.5) <= hist_quantile(h, DC_LAT_SLOTS, 0.9) &&
-		      hist_quantile(h, DC_LAT_SLOTS, 0.9) <= hist_quantile(h, DC_LAT_SLOTS, 0.99),
+		  hist_quantile(h, DC_LAT_SLOTS, 0.9) <= hist_quantile(h, DC_LAT_SLOTS, 0.99),
 	      "quantiles are monotonic");
-	CHECK_U64(hist_used(h, DC_LAT_SLOTS), 22, "published length stops at the last non-zero slot");
+	CHECK_U64(hist_used(h, DC_LAT_SLOTS), 22,
+		  "published length stops at the last non-zero slot");
 	return tap_done();
 }

@@ -51,7 +51,8 @@ int main(void)
 	json_bool(&j, true);
 	json_obj_end(&j);
 	buf_putc(&b, 0);
-	CHECK_STR(b.data, "{\"a\":18446744073709551615,\"b\":[1,-2,0.5],\"c\":{},\"d\":null,\"e\":true}",
+	CHECK_STR(b.data,
+		  "{\"a\":18446744073709551615,\"b\":[1,-2,0.5],\"c\":{},\"d\":null,\"e\":true}",
 		  "nested structure, commas, non-finite as null");
 	buf_free(&b);
 	return tap_done();

@@ -14,7 +14,8 @@ int main(void)
 	CHECK_U64(w.seq, 0, "first window is 0");
 	CHECK_U64(w.start_real_us, 5000000, "start stamp");
 	CHECK_U64(w.end_real_us, 5101000, "end stamp");
-	CHECK_U64(windows_deadline(&ws, 1101 * ms), 1200 * ms, "late wake-up does not drift the grid");
+	CHECK_U64(windows_deadline(&ws, 1101 * ms), 1200 * ms,
+		  "late wake-up does not drift the grid");
 	prev = w;
 	windows_close(&ws, 1200 * ms, 5200000, &w);
 	CHECK_U64(w.seq, 1, "sequence increments");
@@ -29,6 +30,7 @@ int main(void)
 	CHECK_U64(w.seq, 2, "sequence keeps going");
 	windows_set_interval(&ws, 50 * ms);
 	CHECK_U64(windows_deadline(&ws, 1300 * ms), 1350 * ms, "new interval from the next window");
-	CHECK(window_seconds(&w) > 0.099 && window_seconds(&w) < 0.101, "duration from the monotonic clock");
+	CHECK(window_seconds(&w) > 0.099 && window_seconds(&w) < 0.101,
+	      "duration from the monotonic clock");
 	return tap_done();
 }
