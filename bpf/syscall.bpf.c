@@ -96,10 +96,10 @@ static __always_inline void count(__u32 which)
 		dc_add(c, 1);
 }
 
-static __always_inline struct dc_stash *stash_get(__u32 tid, bool create)
+static __always_inline struct dc_stash *stash_get(struct task_struct *task, __u32 tid, bool create)
 {
 	if (use_task_storage)
-		return bpf_task_storage_get(&stash_task, (void *)bpf_get_current_task_btf(), 0,
+		return bpf_task_storage_get(&stash_task, task, 0,
 					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	if (create) {
 		struct dc_stash z = {};
@@ -110,9 +110,10 @@ static __always_inline struct dc_stash *stash_get(__u32 tid, bool create)
 }
 
 /* Consumes the entry this thread left for op; false if there is none. */
-static __always_inline bool stash_take(__u32 tid, __u32 op, __u64 *ts, __u64 *size)
+static __always_inline bool stash_take(struct task_struct *task, __u32 tid, __u32 op, __u64 *ts,
+				       __u64 *size)
 {
-	struct dc_stash *st = stash_get(tid, false);
+	struct dc_stash *st = stash_get(task, tid, false);
 
 	if (!st || st->op != op || !st->ts)
 		return false;
@@ -145,7 +146,8 @@ static __always_inline void stash_put(__u32 op, __u64 size)
 {
 	struct dc_stash *st;
 
-	st = stash_get(use_task_storage ? 0 : (__u32)bpf_get_current_pid_tgid(), true);
+	st = stash_get(bpf_get_current_task_btf(),
+		       use_task_storage ? 0 : (__u32)bpf_get_current_pid_tgid(), true);
 	if (!st) {
 		count(DC_CNT_STASH_FAIL);
 		return;
@@ -169,18 +171,20 @@ static __always_inline void on_exit(long nr, long ret)
 {
 	__u32 op = lookup_op(nr), zero = 0, src, tgid;
 	struct dc_agg_key key = {};
+	struct task_struct *task;
 	struct dc_agg_val *v;
-	__u64 id, ts, size, lat, bytes = 0;
+	__u64 ts, size, lat, bytes = 0;
 	bool sized = false;
 	void *inner;
 
 	if (!op)
 		return;
-	id = bpf_get_current_pid_tgid();
-	tgid = id >> 32;
+	/* one helper for the task, its ids read from it directly */
+	task = bpf_get_current_task_btf();
+	tgid = task->tgid;
 	if (tgid == agent_tgid)
 		return;
-	if (!stash_take((__u32)id, op, &ts, &size)) {
+	if (!stash_take(task, use_task_storage ? 0 : task->pid, op, &ts, &size)) {
 		count(DC_CNT_NO_ENTRY);
 		return;
 	}
