@@ -47,6 +47,35 @@ static const struct dc_cfg_item items[] = {
      "kernel has it"},
     {"filter.exclude_self", CFG_BOOL, F(exclude_self), "true", 0, 0, NULL,
      "leave the agent's own I/O out (its record writes would otherwise feed back)"},
+    {"kafka.brokers", CFG_STRING, F(kafka_brokers), "", 0, 0, NULL,
+     "bootstrap servers (host:port,...); empty: no Kafka, records go to output.path only"},
+    {"kafka.topics.features", CFG_STRING, F(kafka_topic_features), "datacrumbs.features", 0, 0,
+     NULL, "topic of the feature vectors"},
+    {"kafka.topics.agent", CFG_STRING, F(kafka_topic_agent), "datacrumbs.agent", 0, 0, NULL,
+     "topic of the agent records (health, cost, drops)"},
+    {"kafka.topics.traces", CFG_STRING, F(kafka_topic_traces), "datacrumbs.traces", 0, 0, NULL,
+     "topic of the sampled traces (reserved: traces are not produced yet)"},
+    {"kafka.topics.meta", CFG_STRING, F(kafka_topic_meta), "datacrumbs.meta", 0, 0, NULL,
+     "topic of the dictionaries (reserved: not produced yet)"},
+    {"kafka.key", CFG_STRING, F(kafka_key), "host", 0, 0, "host|host_cgroup",
+     "message key: host keeps a node's windows in one partition, in order; host_cgroup "
+     "spreads a node's feature vectors over partitions, ordered per cgroup"},
+    {"kafka.properties", CFG_STRLIST, F(kafka_properties), "", 0, 0, NULL,
+     "librdkafka properties, [\"name=value\", ...], passed verbatim after the agent's "
+     "defaults (TLS, SASL, batching); a rejected one stops the agent with librdkafka's reason"},
+    {"kafka.flush_timeout", CFG_FLOAT, F(kafka_flush_timeout), "5.0", 0, 300, NULL,
+     "seconds a stopping agent waits for deliveries; what is left stays in the spool"},
+    {"kafka.start_timeout", CFG_FLOAT, F(kafka_start_timeout), "3.0", 0, 60, NULL,
+     "seconds to wait at start for the brokers to confirm the topics exist; a broker that "
+     "does not answer does not stop the agent (the spool takes over)"},
+    {"spool.dir", CFG_STRING, F(spool_dir), "/var/lib/datacrumbs/spool", 0, 0, NULL,
+     "where records wait until Kafka confirms them"},
+    {"spool.max_mib", CFG_INT, F(spool_max_mib), "256", 1, 1 << 20, NULL,
+     "spool bound; when full the oldest traces are dropped first, then the oldest feature "
+     "vectors, and the agent record counts them"},
+    {"spool.fsync", CFG_BOOL, F(spool_fsync), "true", 0, 0, NULL,
+     "fsync each segment before it counts as written (survives a power cut, costs a disk "
+     "flush per window)"},
 };
 
 #undef F
@@ -143,6 +172,11 @@ int config_set(struct dc_config *c, const char *path, const char *value, char *e
 	switch (it->type) {
 	case CFG_STRING:
 		return set_string(c, it, value, err, errlen);
+	case CFG_STRLIST:
+		if (*value)
+			return fail(err, errlen, "%s: set lists in the configuration file", path);
+		*((char *)c + it->offset) = 0;
+		return 0;
 	case CFG_BOOL:
 		if (!strcmp(value, "true"))
 			*(bool *)((char *)c + it->offset) = true;
@@ -172,6 +206,41 @@ void config_defaults(struct dc_config *c)
 
 static int apply_setting(struct dc_config *c, config_setting_t *s, const char *file, char *err,
 			 size_t errlen);
+
+/* An array of strings, stored as newline-separated lines. */
+static int set_strlist(struct dc_config *c, const struct dc_cfg_item *it, config_setting_t *s,
+		       char *err, size_t errlen)
+{
+	char *out = (char *)c + it->offset;
+	size_t off = 0;
+	int n;
+
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY &&
+	    config_setting_type(s) != CONFIG_TYPE_LIST)
+		return fail(err, errlen, "%s: expected a list of strings [\"...\", ...]", it->path);
+	n = config_setting_length(s);
+	out[0] = 0;
+	for (int i = 0; i < n; i++) {
+		config_setting_t *e = config_setting_get_elem(s, i);
+		const char *v = config_setting_get_string(e);
+		size_t l;
+
+		if (config_setting_type(e) != CONFIG_TYPE_STRING || !v)
+			return fail(err, errlen, "%s: element %d is not a string", it->path, i + 1);
+		if (strchr(v, '\n'))
+			return fail(err, errlen, "%s: element %d contains a newline", it->path,
+				    i + 1);
+		l = strlen(v);
+		if (off + l + 2 > it->size)
+			return fail(err, errlen, "%s: longer than %zu bytes in all", it->path,
+				    it->size - 1);
+		memcpy(out + off, v, l);
+		off += l;
+		out[off++] = '\n';
+		out[off] = 0;
+	}
+	return 0;
+}
 
 static int apply_group(struct dc_config *c, config_setting_t *g, const char *file, char *err,
 		       size_t errlen)
@@ -209,7 +278,7 @@ static int apply_setting(struct dc_config *c, config_setting_t *s, const char *f
 
 	setting_path(s, path, sizeof(path));
 	it = item_find(path);
-	if (type == CONFIG_TYPE_GROUP) {
+	if (type == CONFIG_TYPE_GROUP && !(it && it->type == CFG_STRLIST)) {
 		if (!is_group(path))
 			return fail(err, errlen, "%s:%d: unknown setting group '%s'", file, line,
 				    path);
@@ -236,6 +305,9 @@ static int apply_setting(struct dc_config *c, config_setting_t *s, const char *f
 			r = fail(msg, sizeof(msg), "%s: expected a string", path);
 		else
 			r = set_string(c, it, config_setting_get_string(s), msg, sizeof(msg));
+		break;
+	case CFG_STRLIST:
+		r = set_strlist(c, it, s, msg, sizeof(msg));
 		break;
 	case CFG_BOOL:
 		if (type != CONFIG_TYPE_BOOL)
@@ -307,6 +379,11 @@ void config_print_help(FILE *f)
 	for (size_t i = 0; i < ELEMENTSOF(items); i++) {
 		const struct dc_cfg_item *it = &items[i];
 
+		if (it->type == CFG_STRLIST) {
+			fprintf(f, "%s (list of strings, default [])\n    %s\n", it->path,
+				it->help);
+			continue;
+		}
 		fprintf(f, "%s (%s, default %s%s%s", it->path,
 			it->type == CFG_FLOAT	 ? "number"
 			: it->type == CFG_INT	 ? "integer"

@@ -24,9 +24,21 @@ struct dc_config {
 	char syscall_mechanism[16]; /* auto | tp_btf | raw_tp | tracepoint */
 	char syscall_stash[16];	    /* auto | task_storage | hash */
 	bool exclude_self;
+	char kafka_brokers[DC_STR_MAX]; /* "" = no Kafka */
+	char kafka_topic_features[256];
+	char kafka_topic_agent[256];
+	char kafka_topic_traces[256];
+	char kafka_topic_meta[256];
+	char kafka_key[16];	     /* host | host_cgroup */
+	char kafka_properties[8192]; /* "name=value" lines */
+	double kafka_flush_timeout;  /* seconds */
+	double kafka_start_timeout;  /* seconds */
+	char spool_dir[DC_STR_MAX];
+	int64_t spool_max_mib;
+	bool spool_fsync;
 };
 
-enum dc_cfg_type { CFG_FLOAT, CFG_INT, CFG_STRING, CFG_BOOL };
+enum dc_cfg_type { CFG_FLOAT, CFG_INT, CFG_STRING, CFG_BOOL, CFG_STRLIST };
 
 /* One row per key: the single definition of the configuration. */
 struct dc_cfg_item {

@@ -30,6 +30,11 @@ static int buf_reserve(struct dc_buf *b, size_t extra)
 	return 0;
 }
 
+int buf_grow(struct dc_buf *b, size_t extra)
+{
+	return buf_reserve(b, extra) ? -ENOMEM : 0;
+}
+
 void buf_reset(struct dc_buf *b)
 {
 	b->len = 0;

@@ -15,6 +15,8 @@ struct dc_buf {
 };
 
 void buf_reset(struct dc_buf *b);
+/* Make room for extra more bytes after len; -ENOMEM (and err latched) if not. */
+int buf_grow(struct dc_buf *b, size_t extra);
 void buf_free(struct dc_buf *b);
 void buf_put(struct dc_buf *b, const void *p, size_t n);
 void buf_putc(struct dc_buf *b, char c);

@@ -62,6 +62,7 @@ int main(int argc, char **argv)
 	struct dc_config cfg;
 	struct dc_args a;
 	char err[4096];
+	bool config_error;
 	int r, level;
 
 	log_init();
@@ -94,9 +95,9 @@ int main(int argc, char **argv)
 	log_set_max_level(level < 0 ? LOG_INFO : level);
 	libbpf_set_print(libbpf_print);
 
-	r = manager_new(&cfg, a.duration, &m);
+	r = manager_new(&cfg, a.duration, &m, &config_error);
 	if (r < 0)
-		return EXIT_RUNTIME;
+		return config_error ? EXIT_USAGE : EXIT_RUNTIME;
 	r = manager_run(m);
 	manager_free(m);
 	return r < 0 ? EXIT_RUNTIME : 0;

@@ -28,7 +28,8 @@ struct manager {
 	sd_event_source *timer;
 	struct probe_syscall *sys;
 	struct cgroup_cache *cgroups;
-	struct dc_sink *sink;
+	struct dc_sink *sinks[2]; /* file, kafka: each optional */
+	size_t n_sinks;
 	struct dc_windows win;
 	char host[256];
 	char run_id[40];
@@ -67,13 +68,34 @@ struct manager *manager_free(struct manager *m)
 	sd_event_unref(m->event);
 	m->sys = probe_syscall_free(m->sys);
 	m->cgroups = cgroup_cache_free(m->cgroups);
-	m->sink = sink_free(m->sink);
+	/* Kafka's final flush happens here, after the last window was handed over */
+	for (size_t i = 0; i < m->n_sinks; i++)
+		m->sinks[i] = sink_free(m->sinks[i]);
 	buf_free(&m->rec);
 	free(m);
 	return NULL;
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct manager *, manager_free);
+
+/* Hand the record in m->rec to every sink; 0 if at least one took it. */
+static int manager_write(struct manager *m, enum dc_rec_type type, const struct dc_window *w)
+{
+	int r = m->n_sinks ? -EIO : 0;
+
+	for (size_t i = 0; i < m->n_sinks; i++)
+		if (sink_write(m->sinks[i], type, w, m->rec.data, m->rec.len) == 0)
+			r = 0;
+	return r;
+}
+
+static void report_sinks(struct dc_json *j, void *opaque)
+{
+	struct manager *m = opaque;
+
+	for (size_t i = 0; i < m->n_sinks; i++)
+		sink_report(m->sinks[i], j);
+}
 
 /* Close the current window and publish everything it counted. */
 static int manager_close_window(struct manager *m)
@@ -114,8 +136,7 @@ static int manager_close_window(struct manager *m)
 			events += res.entries[k].v.count;
 		buf_reset(&m->rec);
 		record_features(&m->rec, &ctx, &id, res.entries + i, end - i);
-		if (!m->rec.err &&
-		    sink_write(m->sink, DC_REC_FEATURES, &w, m->rec.data, m->rec.len) == 0)
+		if (!m->rec.err && manager_write(m, DC_REC_FEATURES, &w) == 0)
 			records++;
 		i = end;
 	}
@@ -136,9 +157,8 @@ static int manager_close_window(struct manager *m)
 	    .cpu_user_us = self.user_us - m->self.user_us,
 	    .cpu_sys_us = self.sys_us - m->self.sys_us,
 	    .rss_kib = self.rss_kib,
-	    .sink_errors = m->sink->stats.errors,
-	    .sink_pending_bytes = m->sink->stats.pending_bytes,
-	    .sink_dropped_bytes = m->sink->stats.dropped_bytes,
+	    .sinks = report_sinks,
+	    .sinks_opaque = m,
 	    .max_keys = probe_syscall_max_keys(m->sys),
 	    .map_layout = probe_syscall_layout(m->sys),
 	    .probes = m->probes,
@@ -153,9 +173,10 @@ static int manager_close_window(struct manager *m)
 	buf_reset(&m->rec);
 	record_agent(&m->rec, &ctx, &st);
 	if (!m->rec.err)
-		sink_write(m->sink, DC_REC_AGENT, &w, m->rec.data, m->rec.len);
+		manager_write(m, DC_REC_AGENT, &w);
 	/* a failing sink logs once per failure streak itself and keeps the data */
-	sink_flush(m->sink);
+	for (size_t i = 0; i < m->n_sinks; i++)
+		sink_flush(m->sinks[i]);
 	return 0;
 }
 
@@ -200,12 +221,14 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 	return 0;
 }
 
-int manager_new(const struct dc_config *cfg, double duration_sec, struct manager **ret)
+int manager_new(const struct dc_config *cfg, double duration_sec, struct manager **ret,
+		bool *config_error)
 {
 	_cleanup_(manager_freep) struct manager *m = NULL;
 	sigset_t mask;
 	int r;
 
+	*config_error = false;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return log_error_errno(-ENOMEM, "Out of memory");
@@ -218,9 +241,49 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	read_id("/proc/sys/kernel/random/uuid", m->run_id, sizeof(m->run_id));
 	read_id("/proc/sys/kernel/random/boot_id", m->boot_id, sizeof(m->boot_id));
 
-	r = sink_file_new(cfg->output, SINK_MAX_PENDING, &m->sink);
+	r = sd_event_default(&m->event);
 	if (r < 0)
-		return log_error_errno(r, "Cannot open the output %s: %m", cfg->output);
+		return log_error_errno(r, "Cannot create the event loop: %m");
+
+	if (cfg->output[0]) {
+		r = sink_file_new(cfg->output, SINK_MAX_PENDING, &m->sinks[m->n_sinks]);
+		if (r < 0)
+			return log_error_errno(r, "Cannot open the output %s: %m", cfg->output);
+		m->n_sinks++;
+	}
+
+	if (cfg->kafka_brokers[0]) {
+		char err[1024];
+		struct sink_kafka_params kp = {
+		    .brokers = cfg->kafka_brokers,
+		    .properties = cfg->kafka_properties,
+		    .topic_features = cfg->kafka_topic_features,
+		    .topic_agent = cfg->kafka_topic_agent,
+		    .key_cgroup = !strcmp(cfg->kafka_key, "host_cgroup"),
+		    .host = m->host,
+		    .run = m->run_id,
+		    .spool_dir = cfg->spool_dir,
+		    .spool_max_bytes = (uint64_t)cfg->spool_max_mib << 20,
+		    .spool_fsync = cfg->spool_fsync,
+		    .flush_timeout_ms = (uint64_t)(cfg->kafka_flush_timeout * 1000),
+		    .start_timeout_ms = (uint64_t)(cfg->kafka_start_timeout * 1000),
+		};
+
+		r = sink_kafka_new(&kp, m->event, &m->sinks[m->n_sinks], err, sizeof(err));
+		if (r < 0) {
+			log_error("Cannot start publishing to Kafka: %s", err);
+			if (r == -EINVAL || r == -ENOENT)
+				*config_error = true;
+			return r;
+		}
+		m->n_sinks++;
+	}
+	if (!m->n_sinks) {
+		*config_error = true;
+		return log_error_errno(-EINVAL,
+				       "No output: output.path is empty and kafka.brokers is "
+				       "not set; records would go nowhere");
+	}
 
 	r = cgroup_cache_new(NULL, &m->cgroups);
 	if (r < 0)
@@ -235,10 +298,6 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	    .mechanism = probe_syscall_mechanism(m->sys),
 	    .detail = probe_syscall_detail(m->sys),
 	};
-
-	r = sd_event_default(&m->event);
-	if (r < 0)
-		return log_error_errno(r, "Cannot create the event loop: %m");
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);

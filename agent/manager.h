@@ -2,6 +2,8 @@
 #ifndef DC_MANAGER_H
 #define DC_MANAGER_H
 
+#include <stdbool.h>
+
 #include "config.h"
 
 /*
@@ -11,7 +13,9 @@
  */
 struct manager;
 
-int manager_new(const struct dc_config *cfg, double duration_sec, struct manager **ret);
+/* *config_error says a failure came from the configuration (exit code 2). */
+int manager_new(const struct dc_config *cfg, double duration_sec, struct manager **ret,
+		bool *config_error);
 int manager_run(struct manager *m);
 struct manager *manager_free(struct manager *m);
 

@@ -189,8 +189,6 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 		json_key(&j, counter_names[i]);
 		json_u64(&j, s->counters[i]);
 	}
-	json_key(&j, "sink_dropped_bytes");
-	json_u64(&j, s->sink_dropped_bytes);
 	json_obj_end(&j);
 
 	/* totals of the calls that overflowed the window map: not attributed
@@ -225,12 +223,10 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 	json_u64(&j, s->rss_kib);
 	json_obj_end(&j);
 
-	json_key(&j, "sink");
+	json_key(&j, "sinks");
 	json_obj_begin(&j);
-	json_key(&j, "errors");
-	json_u64(&j, s->sink_errors);
-	json_key(&j, "pending_bytes");
-	json_u64(&j, s->sink_pending_bytes);
+	if (s->sinks)
+		s->sinks(&j, s->sinks_opaque);
 	json_obj_end(&j);
 
 	json_key(&j, "maps");

@@ -57,11 +57,13 @@ struct dc_agent_stats {
 	uint64_t cpu_user_us, cpu_sys_us; /* agent user-space CPU in this window */
 	double cpu_share;		  /* (user + sys) / window wall time */
 	uint64_t rss_kib;
-	uint64_t sink_errors, sink_pending_bytes, sink_dropped_bytes;
 	uint64_t max_keys;
 	const char *map_layout;
 	const struct dc_probe_report *probes;
 	size_t n_probes;
+	/* writes the members of the "sinks" object: each sink reports itself */
+	void (*sinks)(struct dc_json *j, void *opaque);
+	void *sinks_opaque;
 };
 
 void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx,

@@ -104,6 +104,27 @@ static int file_flush(struct dc_sink *s)
 	return 0;
 }
 
+static void file_report(struct dc_sink *s, struct dc_json *j)
+{
+	struct sink_file *f = (struct sink_file *)s;
+
+	json_key(j, "file");
+	json_obj_begin(j);
+	json_key(j, "path");
+	json_str(j, f->path);
+	json_key(j, "records");
+	json_u64(j, s->stats.records);
+	json_key(j, "bytes");
+	json_u64(j, s->stats.bytes);
+	json_key(j, "errors");
+	json_u64(j, s->stats.errors);
+	json_key(j, "pending_bytes");
+	json_u64(j, s->stats.pending_bytes);
+	json_key(j, "dropped_bytes");
+	json_u64(j, s->stats.dropped_bytes);
+	json_obj_end(j);
+}
+
 static void file_free(struct dc_sink *s)
 {
 	struct sink_file *f = (struct sink_file *)s;
@@ -120,6 +141,7 @@ static const struct dc_sink_ops file_ops = {
     .name = "file",
     .write = file_write,
     .flush = file_flush,
+    .report = file_report,
     .free = file_free,
 };
 

@@ -2,10 +2,13 @@
 #ifndef DC_SINK_H
 #define DC_SINK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "record.h"
+
+typedef struct sd_event sd_event;
 
 /*
  * Where records leave the agent. A sink takes records one at a time (each a
@@ -21,6 +24,8 @@ struct dc_sink_ops {
 	int (*write)(struct dc_sink *s, enum dc_rec_type type, const struct dc_window *w,
 		     const char *data, size_t len);
 	int (*flush)(struct dc_sink *s);
+	/* adds "<name>": {...} to the agent record (optional) */
+	void (*report)(struct dc_sink *s, struct dc_json *j);
 	void (*free)(struct dc_sink *s);
 };
 
@@ -54,9 +59,35 @@ static inline struct dc_sink *sink_free(struct dc_sink *s)
 	return NULL;
 }
 
+static inline void sink_report(struct dc_sink *s, struct dc_json *j)
+{
+	if (s->ops->report)
+		s->ops->report(s, j);
+}
+
 /* JSON lines appended to path ("-" = standard output). Parent directories
  * are created. Records a failed write could not commit are retried at the
  * next flush, up to max_pending bytes. */
 int sink_file_new(const char *path, size_t max_pending, struct dc_sink **ret);
+
+struct sink_kafka_params {
+	const char *brokers;
+	const char *properties; /* "name=value" lines, applied after the defaults */
+	const char *topic_features;
+	const char *topic_agent;
+	bool key_cgroup; /* key features records by host/cgroup instead of host */
+	const char *host;
+	const char *run;
+	const char *spool_dir;
+	uint64_t spool_max_bytes;
+	bool spool_fsync;
+	uint64_t flush_timeout_ms;
+	uint64_t start_timeout_ms;
+};
+
+/* A Kafka producer behind a write-ahead disk spool (sink-kafka.c). On a bad
+ * property or an unknown topic: -EINVAL/-ENOENT with librdkafka's words in err. */
+int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc_sink **ret,
+		   char *err, size_t errlen);
 
 #endif

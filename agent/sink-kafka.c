@@ -1,0 +1,769 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Kafka sink: at-least-once delivery through a write-ahead disk spool.
+ *
+ * Every window's records are sealed into one spool segment (zstd, CRC,
+ * atomic rename) before any of them is produced, so a crash, a kill -9 or a
+ * broker outage loses nothing that was closed. Segments are produced in
+ * spool order; a segment's file is deleted only when every one of its
+ * records has a delivery report saying the broker persisted it.
+ *
+ * Ordering: librdkafka keeps and retries queued messages itself, in order
+ * (idempotent producer, message.timeout.ms = 0: never expire), so while the
+ * broker is away the producer queue fills (bounded) and the rest waits on
+ * disk, in order. A delivery failure is a permanent error (authorization,
+ * unknown topic): the segment is produced again after a backoff, after the
+ * segments that were already in flight, so only then can order and
+ * duplicates differ; (host, run, window) in the headers identifies both.
+ *
+ * Nothing here blocks the event loop: produce is non-blocking, delivery
+ * reports are served when librdkafka signals its queue's fd, and only the
+ * final flush at stop waits, for kafka.flush_timeout at most.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "segment.h"
+#include "sink.h"
+#include "spool.h"
+
+#define PUMP_TIMER_USEC	 (250 * 1000ULL) /* safety net beside the queue fd */
+#define BACKOFF_MIN_USEC (1 * USEC_PER_SEC)
+#define BACKOFF_MAX_USEC (60 * USEC_PER_SEC)
+#define LAT_RING	 256
+
+struct kseg {
+	struct kseg *next;
+	struct dc_seg_meta meta;
+	uint64_t file_bytes;
+	struct dc_buf raw; /* records; empty when not loaded */
+	bool loaded;
+	size_t next_off;      /* next record to produce */
+	uint64_t outstanding; /* produced, no delivery report yet */
+	uint64_t failed;      /* delivery reports with an error, this attempt */
+	int last_err;
+	uint64_t sealed_usec; /* CLOCK_MONOTONIC when sealed; 0 for a previous run's */
+};
+
+struct sink_kafka {
+	struct dc_sink base;
+	rd_kafka_t *rk;
+	rd_kafka_topic_t *topic[DC_REC_MAX];
+	char topic_name[DC_REC_MAX][256];
+	bool key_cgroup;
+	sd_event *event;
+	sd_event_source *io, *timer;
+	int pipe[2];
+	struct spool *spool;
+	uint64_t spool_max;
+	uint64_t spool_bytes;
+	struct kseg *head;
+	struct dc_buf building;
+	uint64_t building_n;
+	uint64_t flush_timeout_ms;
+	char host[DC_SEG_HOST_MAX + 1];
+	char run[DC_SEG_RUN_MAX + 1];
+	struct dc_buf scratch;
+	uint64_t resume_usec; /* pump paused until then after a failed segment */
+	uint64_t backoff_usec;
+	bool brokers_down;
+	/* published in the agent record */
+	uint64_t delivered, produced, dr_errors, queue_full, too_large, corrupt, spool_errors;
+	uint64_t shed_records[DC_SEG_KIND_MAX], shed_segments;
+	uint64_t lat_ms[LAT_RING];
+	unsigned lat_n;
+	uint64_t segments_done;
+};
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void kseg_free(struct kseg *g)
+{
+	buf_free(&g->raw);
+	free(g);
+}
+
+static void unlink_seg(struct sink_kafka *k, struct kseg *g)
+{
+	struct kseg **pp = &k->head;
+
+	while (*pp && *pp != g)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = g->next;
+}
+
+static size_t seg_count(const struct sink_kafka *k)
+{
+	size_t n = 0;
+
+	for (struct kseg *g = k->head; g; g = g->next)
+		n++;
+	return n;
+}
+
+/* All of a segment's records are persisted (or given up): it leaves custody. */
+static void seg_done(struct sink_kafka *k, struct kseg *g)
+{
+	int r = spool_remove(k->spool, g->meta.seq);
+
+	if (r < 0 && r != -ENOENT)
+		log_warning_errno(r,
+				  "Cannot delete delivered spool segment %" PRIu64 ": %m, ignoring",
+				  g->meta.seq);
+	k->spool_bytes -= g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
+	if (g->sealed_usec) {
+		k->lat_ms[k->lat_n % LAT_RING] = (now_usec() - g->sealed_usec) / 1000;
+		k->lat_n++;
+	}
+	k->segments_done++;
+	unlink_seg(k, g);
+	kseg_free(g);
+}
+
+static int seg_load(struct sink_kafka *k, struct kseg *g)
+{
+	char err[256], path[512];
+	int r;
+
+	if (g->loaded)
+		return 0;
+	r = spool_read(k->spool, g->meta.seq, &k->scratch);
+	if (r < 0)
+		return r;
+	r = seg_decode(k->scratch.data, k->scratch.len, &g->meta, &g->raw, err, sizeof(err));
+	if (r == -EBADMSG) {
+		spool_path(k->spool, g->meta.seq, path, sizeof(path));
+		log_error("Spool segment %s is unreadable (%s): set aside as %s.bad, "
+			  "delivering the rest",
+			  path, err, path);
+		spool_set_aside(k->spool, g->meta.seq);
+		k->corrupt++;
+	}
+	if (r < 0)
+		return r;
+	g->loaded = true;
+	return 0;
+}
+
+static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+	struct sink_kafka *k = opaque;
+	struct kseg *g = m->_private;
+
+	if (m->err || rd_kafka_message_status(m) != RD_KAFKA_MSG_STATUS_PERSISTED) {
+		g->failed++;
+		g->last_err = m->err ? m->err : RD_KAFKA_RESP_ERR__FAIL;
+		k->dr_errors++;
+	} else {
+		k->delivered++;
+		k->base.stats.records++;
+		k->base.stats.bytes += m->len;
+	}
+	if (g->outstanding)
+		g->outstanding--;
+}
+
+/* After delivery reports: retire finished segments, schedule failed ones. */
+static void settle(struct sink_kafka *k)
+{
+	struct kseg *g = k->head, *next;
+
+	for (; g; g = next) {
+		next = g->next;
+		if (!g->loaded || g->next_off < g->raw.len || g->outstanding)
+			continue;
+		if (!g->failed) {
+			seg_done(k, g);
+			continue;
+		}
+		log_error("Kafka did not accept %" PRIu64 " records of spool segment %" PRIu64
+			  ": %s; producing it again in %" PRIu64 " s",
+			  g->failed, g->meta.seq, rd_kafka_err2str(g->last_err),
+			  (uint64_t)(k->backoff_usec / USEC_PER_SEC));
+		g->failed = 0;
+		g->next_off = 0;
+		k->resume_usec = now_usec() + k->backoff_usec;
+		k->backoff_usec =
+		    k->backoff_usec * 2 > BACKOFF_MAX_USEC ? BACKOFF_MAX_USEC : k->backoff_usec * 2;
+	}
+}
+
+static int produce_one(struct sink_kafka *k, struct kseg *g, const struct dc_seg_rec *rec)
+{
+	rd_kafka_headers_t *h = rd_kafka_headers_new(6);
+	char window[24], schema[8], key[DC_SEG_HOST_MAX + 1 + 64];
+	const char *type = record_type_name((enum dc_rec_type)rec->type);
+	size_t keylen;
+	rd_kafka_resp_err_t err;
+
+	snprintf(window, sizeof(window), "%" PRIu64, rec->window);
+	snprintf(schema, sizeof(schema), "%d", DC_RECORD_SCHEMA);
+	rd_kafka_header_add(h, "host", -1, g->meta.host, -1);
+	rd_kafka_header_add(h, "run", -1, g->meta.run, -1);
+	rd_kafka_header_add(h, "window", -1, window, -1);
+	rd_kafka_header_add(h, "schema", -1, schema, -1);
+	rd_kafka_header_add(h, "type", -1, type, -1);
+	rd_kafka_header_add(h, "content-encoding", -1, "json", -1);
+	/* host keeps a node's windows ordered in one partition */
+	keylen = (size_t)snprintf(key, sizeof(key), "%s", g->meta.host);
+	if (k->key_cgroup && rec->type == DC_REC_FEATURES) {
+		/* host/cgroup spreads a node over partitions, ordered per workload */
+		const char *c = memmem(rec->data, rec->len, "\"cgroup\":\"", 10);
+
+		if (c) {
+			const char *s = c + 10,
+				   *e = memchr(s, '"', rec->len - (size_t)(s - rec->data));
+
+			if (e && keylen + 1 + (size_t)(e - s) < sizeof(key))
+				keylen += (size_t)snprintf(key + keylen, sizeof(key) - keylen,
+							   "/%.*s", (int)(e - s), s);
+		}
+	}
+	err = rd_kafka_producev(
+	    k->rk, RD_KAFKA_V_RKT(k->topic[rec->type]), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
+	    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, keylen),
+	    RD_KAFKA_V_VALUE((void *)rec->data, rec->len), RD_KAFKA_V_HEADERS(h),
+	    RD_KAFKA_V_OPAQUE(g), RD_KAFKA_V_END);
+	if (err)
+		rd_kafka_headers_destroy(h);
+	return err;
+}
+
+/* Produce spooled records in order until the producer queue is full. */
+static void pump(struct sink_kafka *k)
+{
+	if (k->resume_usec && now_usec() < k->resume_usec)
+		return;
+	k->resume_usec = 0;
+	for (struct kseg *g = k->head, *next; g; g = next) {
+		struct dc_seg_rec rec;
+		size_t off;
+		int r;
+
+		next = g->next;
+		if (g->loaded && g->next_off >= g->raw.len)
+			continue;
+		r = seg_load(k, g);
+		if (r < 0) {
+			if (r == -EBADMSG) {
+				k->spool_bytes -=
+				    g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
+				unlink_seg(k, g);
+				kseg_free(g);
+				continue;
+			}
+			log_error_errno(r, "Cannot read spool segment %" PRIu64 ": %m; retrying",
+					g->meta.seq);
+			k->resume_usec = now_usec() + k->backoff_usec;
+			return;
+		}
+		off = g->next_off;
+		while ((r = seg_raw_next(g->raw.data, g->raw.len, &off, &rec)) > 0) {
+			rd_kafka_resp_err_t err;
+
+			if (rec.type >= DC_REC_MAX) {
+				g->next_off = off;
+				continue;
+			}
+			err = produce_one(k, g, &rec);
+			if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+				/* librdkafka holds its bound; the rest waits on disk */
+				k->queue_full++;
+				return;
+			}
+			g->next_off = off;
+			if (err) {
+				/* cannot ever be sent (too large for the broker): counted */
+				k->too_large++;
+				log_error("Record of window %" PRIu64
+					  " (%u bytes) refused by the producer: "
+					  "%s; dropping it",
+					  rec.window, rec.len, rd_kafka_err2str(err));
+				continue;
+			}
+			g->outstanding++;
+			k->produced++;
+		}
+		if (r < 0)
+			g->next_off = g->raw.len;
+		if (!g->outstanding && !g->failed)
+			seg_done(k, g);
+	}
+	/* a healthy round resets the backoff */
+	k->backoff_usec = BACKOFF_MIN_USEC;
+}
+
+static void service(struct sink_kafka *k)
+{
+	rd_kafka_poll(k->rk, 0);
+	settle(k);
+	pump(k);
+}
+
+static int on_queue(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct sink_kafka *k = userdata;
+	char buf[64];
+
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	service(k);
+	return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct sink_kafka *k = userdata;
+
+	service(k);
+	sd_event_source_set_time(s, usec + PUMP_TIMER_USEC);
+	sd_event_source_set_enabled(s, SD_EVENT_ON);
+	return 0;
+}
+
+/* Keep the spool within its bound: shed traces before feature vectors,
+ * oldest first, never a segment the producer still holds. */
+static void enforce_bound(struct sink_kafka *k)
+{
+	for (int kind = DC_SEG_KIND_MAX - 1; kind >= 0 && k->spool_bytes > k->spool_max; kind--) {
+		for (struct kseg *g = k->head, *next; g && k->spool_bytes > k->spool_max;
+		     g = next) {
+			next = g->next;
+			if ((int)g->meta.kind != kind || g->outstanding ||
+			    (g->loaded && g->next_off > 0) || g == k->head)
+				continue;
+			if (!k->shed_segments || k->shed_segments % 100 == 0)
+				log_warning("Spool over %" PRIu64
+					    " MiB: dropping the oldest %s segment "
+					    "%" PRIu64 " (%" PRIu64 " records)",
+					    k->spool_max >> 20, kind ? "trace" : "feature",
+					    g->meta.seq, g->meta.n_records);
+			k->shed_records[kind] += g->meta.n_records;
+			k->shed_segments++;
+			spool_remove(k->spool, g->meta.seq);
+			k->spool_bytes -= g->file_bytes;
+			unlink_seg(k, g);
+			kseg_free(g);
+		}
+	}
+}
+
+static int kafka_write(struct dc_sink *s, enum dc_rec_type type, const struct dc_window *w,
+		       const char *data, size_t len)
+{
+	struct sink_kafka *k = (struct sink_kafka *)s;
+
+	seg_raw_add(&k->building, type, w->seq, data, (uint32_t)len);
+	k->building_n++;
+	return k->building.err ? -ENOMEM : 0;
+}
+
+/* Seal the window's records into a spool segment, then produce. */
+static int kafka_flush(struct dc_sink *s)
+{
+	struct sink_kafka *k = (struct sink_kafka *)s;
+	struct kseg *g, **tail;
+	int r;
+
+	if (!k->building_n)
+		return 0;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->meta.kind = DC_SEG_FEATURES;
+	g->meta.seq = spool_next_seq(k->spool);
+	g->meta.n_records = k->building_n;
+	snprintf(g->meta.host, sizeof(g->meta.host), "%s", k->host);
+	snprintf(g->meta.run, sizeof(g->meta.run), "%s", k->run);
+	g->raw = k->building; /* the segment takes the records */
+	g->loaded = true;
+	g->sealed_usec = now_usec();
+	k->building = (struct dc_buf){};
+	k->building_n = 0;
+
+	r = seg_encode(&g->meta, g->raw.data, g->raw.len, 3, &k->scratch);
+	if (!r)
+		r = spool_write(k->spool, g->meta.seq, k->scratch.data, k->scratch.len);
+	if (r < 0) {
+		/* still delivered from memory; only a crash before delivery loses it */
+		if (!k->spool_errors++)
+			log_error_errno(r,
+					"Cannot write to the spool %s: %m; holding records in "
+					"memory until delivered",
+					spool_dir(k->spool));
+		k->base.stats.errors++;
+	} else {
+		g->file_bytes = k->scratch.len;
+		k->spool_bytes += g->file_bytes;
+	}
+	for (tail = &k->head; *tail; tail = &(*tail)->next)
+		;
+	*tail = g;
+	enforce_bound(k);
+	service(k);
+	return r < 0 ? r : 0;
+}
+
+static void percentiles(const struct sink_kafka *k, uint64_t *p50, uint64_t *p99, uint64_t *max)
+{
+	uint64_t v[LAT_RING];
+	unsigned n = k->lat_n < LAT_RING ? k->lat_n : LAT_RING;
+
+	memcpy(v, k->lat_ms, n * sizeof(v[0]));
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			uint64_t t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	*p50 = n ? v[(n - 1) / 2] : 0;
+	*p99 = n ? v[(n * 99 + 99) / 100 - 1] : 0;
+	*max = n ? v[n - 1] : 0;
+}
+
+static void kafka_report(struct dc_sink *s, struct dc_json *j)
+{
+	struct sink_kafka *k = (struct sink_kafka *)s;
+	uint64_t p50, p99, max;
+
+	percentiles(k, &p50, &p99, &max);
+	json_key(j, "kafka");
+	json_obj_begin(j);
+	json_key(j, "brokers_up");
+	json_bool(j, !k->brokers_down);
+	json_key(j, "produced");
+	json_u64(j, k->produced);
+	json_key(j, "delivered");
+	json_u64(j, k->delivered);
+	json_key(j, "delivery_errors");
+	json_u64(j, k->dr_errors);
+	json_key(j, "queue_full");
+	json_u64(j, k->queue_full);
+	json_key(j, "refused_records");
+	json_u64(j, k->too_large);
+	json_key(j, "in_flight");
+	json_u64(j, (uint64_t)rd_kafka_outq_len(k->rk));
+	json_key(j, "delivery_ms_p50");
+	json_u64(j, p50);
+	json_key(j, "delivery_ms_p99");
+	json_u64(j, p99);
+	json_key(j, "delivery_ms_max");
+	json_u64(j, max);
+	json_key(j, "spool_bytes");
+	json_u64(j, k->spool_bytes);
+	json_key(j, "spool_segments");
+	json_u64(j, seg_count(k));
+	json_key(j, "spool_errors");
+	json_u64(j, k->spool_errors);
+	json_key(j, "spool_corrupt");
+	json_u64(j, k->corrupt);
+	json_key(j, "shed_records");
+	json_obj_begin(j);
+	json_key(j, "features");
+	json_u64(j, k->shed_records[DC_SEG_FEATURES]);
+	json_key(j, "traces");
+	json_u64(j, k->shed_records[DC_SEG_TRACES]);
+	json_obj_end(j);
+	json_obj_end(j);
+	/* the delivery latency covers the windows completed since the last report */
+	k->lat_n = 0;
+}
+
+static void kafka_free(struct dc_sink *s)
+{
+	struct sink_kafka *k = (struct sink_kafka *)s;
+	struct kseg *g;
+
+	if (k->rk) {
+		/* the spool already holds everything: this only saves a replay */
+		rd_kafka_flush(k->rk, (int)k->flush_timeout_ms);
+		rd_kafka_poll(k->rk, 0);
+		settle(k);
+		if (seg_count(k))
+			log_notice("Stopping with %zu spool segments (%" PRIu64 " bytes) not yet "
+				   "delivered: they are sent at the next start",
+				   seg_count(k), k->spool_bytes);
+		for (int i = 0; i < DC_REC_MAX; i++)
+			if (k->topic[i])
+				rd_kafka_topic_destroy(k->topic[i]);
+		/* undelivered messages are purged: they are in the spool */
+		rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+		rd_kafka_poll(k->rk, 0);
+		rd_kafka_destroy(k->rk);
+	}
+	while ((g = k->head)) {
+		k->head = g->next;
+		kseg_free(g);
+	}
+	sd_event_source_unref(k->io);
+	sd_event_source_unref(k->timer);
+	for (int i = 0; i < 2; i++)
+		if (k->pipe[i] >= 0)
+			close(k->pipe[i]);
+	spool_free(k->spool);
+	buf_free(&k->building);
+	buf_free(&k->scratch);
+	free(k);
+}
+
+static const struct dc_sink_ops kafka_ops = {
+    .name = "kafka",
+    .write = kafka_write,
+    .flush = kafka_flush,
+    .report = kafka_report,
+    .free = kafka_free,
+};
+
+static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+	struct sink_kafka *k = opaque;
+
+	if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+		if (!k->brokers_down)
+			log_warning("Kafka: all brokers are down (%s); records wait in the spool",
+				    reason);
+		k->brokers_down = true;
+		return;
+	}
+	if (rd_kafka_fatal_error(rk, NULL, 0))
+		log_error("Kafka: fatal producer error: %s", reason);
+	else if (err == RD_KAFKA_RESP_ERR__TRANSPORT)
+		/* expected while a broker is away; the state change is logged above */
+		log_debug("Kafka: %s", reason);
+	else
+		log_warning("Kafka: %s: %s", rd_kafka_err2name(err), reason);
+}
+
+/* librdkafka's own log lines repeat what error_cb reports; keep them for debug */
+static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+	log_full_errno(level > LOG_CRIT ? LOG_DEBUG : level, 0, "librdkafka %s: %s", fac, buf);
+}
+
+/* Delivery also proves the brokers are back. */
+static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+	struct sink_kafka *k = opaque;
+
+	if (!m->err && k->brokers_down) {
+		log_notice("Kafka: brokers reachable again, delivering the spool");
+		k->brokers_down = false;
+	}
+	dr_cb(rk, m, opaque);
+}
+
+static int conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *err,
+		    size_t errlen)
+{
+	char e[512];
+
+	if (rd_kafka_conf_set(conf, name, value, e, sizeof(e)) != RD_KAFKA_CONF_OK) {
+		snprintf(err, errlen, "Kafka property %s=%s: %s", name, value, e);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Check at start that the topics exist: an unknown topic is an error now,
+ * not a silent run. A broker that does not answer is not: the spool waits. */
+static int check_topics(struct sink_kafka *k, int timeout_ms, char *err, size_t errlen)
+{
+	for (int i = 0; i < DC_REC_MAX; i++) {
+		const struct rd_kafka_metadata *md = NULL;
+		rd_kafka_resp_err_t e;
+
+		e = rd_kafka_metadata(k->rk, 0, k->topic[i], &md, timeout_ms);
+		if (e) {
+			log_warning("Kafka: no answer from the brokers at start (%s); records are "
+				    "spooled until they answer",
+				    rd_kafka_err2str(e));
+			return 0;
+		}
+		if (md->topic_cnt == 1 && md->topics[0].err) {
+			snprintf(err, errlen,
+				 "Kafka topic '%s': %s (the agent does not create topics)",
+				 k->topic_name[i], rd_kafka_err2str(md->topics[0].err));
+			rd_kafka_metadata_destroy(md);
+			return -ENOENT;
+		}
+		rd_kafka_metadata_destroy(md);
+	}
+	return 0;
+}
+
+int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc_sink **ret,
+		   char *err, size_t errlen)
+{
+	static const char *const defaults[][2] = {
+	    /* durability is the spool's: never expire a queued message */
+	    {"message.timeout.ms", "0"},
+	    {"enable.idempotence", "true"},
+	    {"acks", "all"},
+	    {"compression.codec", "zstd"},
+	    {"linger.ms", "50"},
+	    {"batch.size", "1000000"},
+	    /* librdkafka's default queue is about 1 GiB of RAM; the spool is the buffer */
+	    {"queue.buffering.max.kbytes", "16384"},
+	    {"queue.buffering.max.messages", "100000"},
+	    {"allow.auto.create.topics", "false"},
+	    {"reconnect.backoff.max.ms", "5000"},
+	};
+	struct sink_kafka *k;
+	rd_kafka_conf_t *conf;
+	rd_kafka_queue_t *q;
+	char e[512], client_id[300];
+	const char *line;
+	size_t n;
+	int r;
+
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	k->base.ops = &kafka_ops;
+	k->pipe[0] = k->pipe[1] = -1;
+	k->key_cgroup = p->key_cgroup;
+	k->spool_max = p->spool_max_bytes;
+	k->flush_timeout_ms = p->flush_timeout_ms;
+	k->backoff_usec = BACKOFF_MIN_USEC;
+	snprintf(k->host, sizeof(k->host), "%s", p->host);
+	snprintf(k->run, sizeof(k->run), "%s", p->run);
+	snprintf(k->topic_name[DC_REC_FEATURES], sizeof(k->topic_name[0]), "%s", p->topic_features);
+	snprintf(k->topic_name[DC_REC_AGENT], sizeof(k->topic_name[0]), "%s", p->topic_agent);
+
+	conf = rd_kafka_conf_new();
+	snprintf(client_id, sizeof(client_id), "datacrumbs-%s", p->host);
+	r = conf_set(conf, "bootstrap.servers", p->brokers, err, errlen);
+	if (!r)
+		r = conf_set(conf, "client.id", client_id, err, errlen);
+	for (size_t i = 0; !r && i < ELEMENTSOF(defaults); i++)
+		r = conf_set(conf, defaults[i][0], defaults[i][1], err, errlen);
+	/* the operator's properties, verbatim, after the defaults they may override */
+	for (line = p->properties; !r && line && *line; line += n + (line[n] == '\n')) {
+		char name[256], value[1024];
+		const char *eq;
+
+		n = strcspn(line, "\n");
+		eq = memchr(line, '=', n);
+		if (!eq || eq == line || (size_t)(eq - line) >= sizeof(name) ||
+		    n - (size_t)(eq - line) > sizeof(value)) {
+			snprintf(err, errlen, "kafka.properties: '%.*s' is not name=value", (int)n,
+				 line);
+			r = -EINVAL;
+			break;
+		}
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - line), line);
+		snprintf(value, sizeof(value), "%.*s", (int)(n - (size_t)(eq - line) - 1), eq + 1);
+		r = conf_set(conf, name, value, err, errlen);
+	}
+	if (r) {
+		rd_kafka_conf_destroy(conf);
+		free(k);
+		return r;
+	}
+	rd_kafka_conf_set_opaque(conf, k);
+	rd_kafka_conf_set_dr_msg_cb(conf, dr_msg_cb);
+	rd_kafka_conf_set_error_cb(conf, error_cb);
+	rd_kafka_conf_set_log_cb(conf, log_cb);
+
+	k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof(e));
+	if (!k->rk) {
+		snprintf(err, errlen, "Kafka producer: %s", e);
+		rd_kafka_conf_destroy(conf);
+		free(k);
+		return -EINVAL;
+	}
+	for (int i = 0; i < DC_REC_MAX; i++) {
+		k->topic[i] = rd_kafka_topic_new(k->rk, k->topic_name[i], NULL);
+		if (!k->topic[i]) {
+			snprintf(err, errlen, "Kafka topic '%s': %s", k->topic_name[i],
+				 rd_kafka_err2str(rd_kafka_last_error()));
+			r = -EINVAL;
+			goto fail;
+		}
+	}
+	r = check_topics(k, (int)p->start_timeout_ms, err, errlen);
+	if (r < 0)
+		goto fail;
+
+	r = spool_open(p->spool_dir, p->spool_fsync, &k->spool);
+	if (r < 0) {
+		snprintf(err, errlen, "spool directory %s: %s", p->spool_dir, strerror(-r));
+		goto fail;
+	}
+	/* a previous run's undelivered windows go first, in order */
+	{
+		const struct spool_entry *ex = spool_existing(k->spool, &n);
+		struct kseg **tail = &k->head;
+
+		for (size_t i = 0; i < n; i++) {
+			struct kseg *g = calloc(1, sizeof(*g));
+
+			if (!g) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			g->meta.seq = ex[i].seq;
+			g->file_bytes = ex[i].bytes;
+			/* verify now: a damaged segment is reported at start, by name */
+			if (seg_load(k, g) < 0) {
+				kseg_free(g);
+				continue;
+			}
+			/* keep only what is needed to shed and to order; reload to send */
+			buf_free(&g->raw);
+			g->loaded = false;
+			k->spool_bytes += g->file_bytes;
+			*tail = g;
+			tail = &g->next;
+		}
+		if (n)
+			log_info("Spool %s: %zu segments (%" PRIu64 " bytes) from earlier runs to "
+				 "deliver first",
+				 p->spool_dir, seg_count(k), k->spool_bytes);
+	}
+
+	if (pipe2(k->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "pipe: %s", strerror(-r));
+		goto fail;
+	}
+	q = rd_kafka_queue_get_main(k->rk);
+	rd_kafka_queue_io_event_enable(q, k->pipe[1], "1", 1);
+	rd_kafka_queue_destroy(q);
+	k->event = event;
+	r = sd_event_add_io(event, &k->io, k->pipe[0], EPOLLIN, on_queue, k);
+	if (r >= 0)
+		r = sd_event_add_time(event, &k->timer, CLOCK_MONOTONIC,
+				      now_usec() + PUMP_TIMER_USEC, 10 * 1000, on_timer, k);
+	if (r < 0) {
+		snprintf(err, errlen, "event loop: %s", strerror(-r));
+		goto fail;
+	}
+	sd_event_source_set_enabled(k->timer, SD_EVENT_ON);
+	pump(k);
+	*ret = &k->base;
+	return 0;
+fail:
+	k->flush_timeout_ms = 0;
+	kafka_free(&k->base);
+	return r;
+}

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "spool.h"
+
+struct spool {
+	char dir[PATH_MAX];
+	int dir_fd;
+	bool fsync;
+	uint64_t next_seq;
+	struct spool_entry *existing;
+	size_t n_existing;
+};
+
+static int mkdir_p(const char *path)
+{
+	char tmp[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(tmp, path, len + 1);
+	for (char *p = tmp + 1;; p++) {
+		if (*p != '/' && *p)
+			continue;
+		char c = *p;
+
+		*p = 0;
+		if (mkdir(tmp, 0750) < 0 && errno != EEXIST)
+			return -errno;
+		*p = c;
+		if (!c)
+			break;
+	}
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct spool_entry *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void spool_path(const struct spool *s, uint64_t seq, char *out, size_t len)
+{
+	snprintf(out, len, "%s/%020" PRIu64 ".seg", s->dir, seq);
+}
+
+int spool_open(const char *dir, bool do_fsync, struct spool **ret)
+{
+	struct spool *s = calloc(1, sizeof(*s));
+	DIR *d;
+	struct dirent *de;
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	s->fsync = do_fsync;
+	r = mkdir_p(dir);
+	if (r < 0)
+		goto fail;
+	s->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dir_fd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	d = fdopendir(dup(s->dir_fd));
+	if (!d) {
+		r = -errno;
+		close(s->dir_fd);
+		goto fail;
+	}
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		char *end;
+		uint64_t seq;
+		struct stat st;
+
+		/* a temporary name means a write that never completed */
+		if (l > 4 && !strcmp(de->d_name + l - 4, ".tmp")) {
+			unlinkat(s->dir_fd, de->d_name, 0);
+			continue;
+		}
+		if (l != 24 || strcmp(de->d_name + 20, ".seg"))
+			continue;
+		seq = strtoull(de->d_name, &end, 10);
+		if (end != de->d_name + 20 || fstatat(s->dir_fd, de->d_name, &st, 0) < 0)
+			continue;
+		if (s->n_existing % 64 == 0) {
+			void *n = realloc(s->existing, (s->n_existing + 64) * sizeof(*s->existing));
+
+			if (!n) {
+				closedir(d);
+				close(s->dir_fd);
+				r = -ENOMEM;
+				goto fail;
+			}
+			s->existing = n;
+		}
+		s->existing[s->n_existing++] = (struct spool_entry){seq, (uint64_t)st.st_size};
+		if (seq >= s->next_seq)
+			s->next_seq = seq + 1;
+	}
+	closedir(d);
+	qsort(s->existing, s->n_existing, sizeof(*s->existing), cmp_entry);
+	*ret = s;
+	return 0;
+fail:
+	free(s->existing);
+	free(s);
+	return r;
+}
+
+struct spool *spool_free(struct spool *s)
+{
+	if (!s)
+		return NULL;
+	close(s->dir_fd);
+	free(s->existing);
+	free(s);
+	return NULL;
+}
+
+const char *spool_dir(const struct spool *s)
+{
+	return s->dir;
+}
+
+const struct spool_entry *spool_existing(const struct spool *s, size_t *n)
+{
+	*n = s->n_existing;
+	return s->existing;
+}
+
+uint64_t spool_next_seq(struct spool *s)
+{
+	return s->next_seq++;
+}
+
+int spool_write(struct spool *s, uint64_t seq, const char *data, size_t len)
+{
+	char name[64], tmp[64];
+	_cleanup_close_ int fd = -1;
+	size_t off = 0;
+
+	snprintf(name, sizeof(name), "%020" PRIu64 ".seg", seq);
+	snprintf(tmp, sizeof(tmp), "%020" PRIu64 ".seg.tmp", seq);
+	fd = openat(s->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t n = write(fd, data + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int r = n < 0 ? -errno : -EIO;
+
+			unlinkat(s->dir_fd, tmp, 0);
+			return r;
+		}
+		off += (size_t)n;
+	}
+	if (s->fsync && fsync(fd) < 0) {
+		int r = -errno;
+
+		unlinkat(s->dir_fd, tmp, 0);
+		return r;
+	}
+	if (renameat(s->dir_fd, tmp, s->dir_fd, name) < 0) {
+		int r = -errno;
+
+		unlinkat(s->dir_fd, tmp, 0);
+		return r;
+	}
+	/* the rename itself survives a power cut only once the directory is synced */
+	if (s->fsync)
+		fsync(s->dir_fd);
+	return 0;
+}
+
+int spool_read(struct spool *s, uint64_t seq, struct dc_buf *out)
+{
+	char name[64];
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	size_t off = 0;
+
+	snprintf(name, sizeof(name), "%020" PRIu64 ".seg", seq);
+	fd = openat(s->dir_fd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	buf_reset(out);
+	if (buf_grow(out, (size_t)st.st_size + 1))
+		return -ENOMEM;
+	while (off < (size_t)st.st_size) {
+		ssize_t n = read(fd, out->data + off, (size_t)st.st_size - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		off += (size_t)n;
+	}
+	out->len = off;
+	return 0;
+}
+
+int spool_remove(struct spool *s, uint64_t seq)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%020" PRIu64 ".seg", seq);
+	return unlinkat(s->dir_fd, name, 0) < 0 ? -errno : 0;
+}
+
+int spool_set_aside(struct spool *s, uint64_t seq)
+{
+	char name[64], bad[64];
+
+	snprintf(name, sizeof(name), "%020" PRIu64 ".seg", seq);
+	snprintf(bad, sizeof(bad), "%020" PRIu64 ".seg.bad", seq);
+	return renameat(s->dir_fd, name, s->dir_fd, bad) < 0 ? -errno : 0;
+}

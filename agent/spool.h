@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef DC_SPOOL_H
+#define DC_SPOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "json.h"
+
+/*
+ * The disk spool: a directory of segment files "<seq>.seg", seq increasing
+ * across runs, so replay order is file-name order. A segment is written to
+ * a temporary name, optionally fsynced, and renamed: a crash leaves either
+ * the whole segment or a ".tmp" that the next start deletes, never a torn
+ * segment under a final name. A segment that fails verification is renamed
+ * to "<seq>.seg.bad" (set aside, not deleted: an operator may want it).
+ */
+struct spool;
+
+struct spool_entry {
+	uint64_t seq;
+	uint64_t bytes;
+};
+
+int spool_open(const char *dir, bool fsync, struct spool **ret);
+struct spool *spool_free(struct spool *s);
+const char *spool_dir(const struct spool *s);
+
+/* Segments found at open, in seq order (owned by the spool). */
+const struct spool_entry *spool_existing(const struct spool *s, size_t *n);
+uint64_t spool_next_seq(struct spool *s);
+
+int spool_write(struct spool *s, uint64_t seq, const char *data, size_t len);
+int spool_read(struct spool *s, uint64_t seq, struct dc_buf *out);
+int spool_remove(struct spool *s, uint64_t seq);
+int spool_set_aside(struct spool *s, uint64_t seq);
+void spool_path(const struct spool *s, uint64_t seq, char *out, size_t len);
+
+#endif

@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Kafka publishing against a Kafka-protocol broker (librdkafka's mock
+cluster, tests/kafka/mock-broker.c), consumed with kcat, an independent client.
+
+usage: test_kafka.py SCENARIO AGENT WORKLOAD MOCK_BROKER
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bpf"))
+from agentlib import Agent, Checks, require_root, run_workload, workload_pid  # noqa: E402
+
+TOPICS = ["datacrumbs.features", "datacrumbs.agent"]
+
+
+class Broker:
+    def __init__(self, binary, topics=TOPICS, partitions=1):
+        self.p = subprocess.Popen([binary, "--partitions", str(partitions)] + topics,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline().split()
+        assert line and line[0] == "bootstrap", "mock broker did not start"
+        self.bootstrap = line[1]
+
+    def cmd(self, c):
+        self.p.stdin.write(c + "\n")
+        self.p.stdin.flush()
+        assert self.p.stdout.readline().strip() == "ok " + c
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(10)
+
+
+def consume(bootstrap, topic):
+    """Every message of a topic, from the beginning, as kcat decodes it."""
+    out = subprocess.run(["kcat", "-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e",
+                          "-J", "-q"], capture_output=True, text=True, timeout=60)
+    msgs = []
+    for line in out.stdout.splitlines():
+        m = json.loads(line)
+        h = m.get("headers") or []
+        m["hdr"] = dict(zip(h[0::2], h[1::2]))
+        m["rec"] = json.loads(m["payload"])
+        msgs.append(m)
+    return msgs
+
+
+def conf(bootstrap, spool, interval=0.2, extra="", out='output = { path = ""; };'):
+    return ('interval = %s;\n%s\nkafka = { brokers = "%s"; %s };\nspool = { dir = "%s"; };\n'
+            % (interval, out, bootstrap, extra, spool))
+
+
+def windows_by_run(msgs):
+    runs = {}
+    for m in msgs:
+        runs.setdefault(m["hdr"]["run"], []).append(int(m["hdr"]["window"]))
+    return runs
+
+
+def wait_spool_empty(spool, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not [f for f in os.listdir(spool) if f.endswith(".seg")]:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def check_dups(c, msgs, label):
+    """A duplicate is the same (host, run, window, type, pid, cgroup) with the same payload."""
+    seen, bad, dups = {}, 0, 0
+    for m in msgs:
+        r = m["rec"]
+        k = (r["host"], r["run"], r["window"], r["type"], r.get("pid"), r.get("cgroup_id"))
+        if k in seen:
+            dups += 1
+            bad += seen[k] != m["payload"]
+        seen[k] = m["payload"]
+    c.eq(bad, 0, "%s: %d duplicates, each identical to its first copy" % (label, dups))
+
+
+def check_run(c, runs, run, label, allow_missing=()):
+    w = runs.get(run, [])
+    c.check(len(w) > 0, "%s: windows arrived (%d messages)" % (label, len(w)))
+    if not w:
+        return
+    uniq = sorted(set(w))
+    missing = sorted(set(range(0, max(w) + 1)) - set(w) - set(allow_missing))
+    c.eq(missing, [], "%s: no window missing in 0..%d" % (label, max(w)))
+    first_seen = []
+    for x in w:
+        if x not in first_seen:
+            first_seen.append(x)
+    c.check(first_seen == uniq, "%s: windows in order within the partition" % label)
+
+
+def scenario_deliver(agent_bin, wl_bin, mock_bin):
+    """Every record the agent wrote locally also arrives through Kafka, keyed and headed."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    a = Agent(agent_bin, conf(b.bootstrap, spool, out=""))  # file sink on too: the reference
+    pid = workload_pid(run_workload(wl_bin, iters=300, threads=2, dir=tmp))
+    time.sleep(0.5)
+    c.eq(a.stop(), 0, "agent exits 0")
+    local = a.records()
+    feats = consume(b.bootstrap, "datacrumbs.features")
+    agents = consume(b.bootstrap, "datacrumbs.agent")
+    sig = lambda r: (r["type"], r["run"], r["window"], r.get("pid"), r.get("cgroup_id"))  # noqa: E731
+    c.eq(sorted(sig(m["rec"]) for m in feats + agents), sorted(sig(r) for r in local),
+         "Kafka carries exactly the records written locally (%d)" % len(local))
+    c.check(all(m["rec"] == r for m, r in zip(
+        sorted(feats + agents, key=lambda m: sig(m["rec"])), sorted(local, key=sig))),
+        "payloads are identical to the local records")
+    host = local[0]["host"]
+    ok_hdr = all(m["key"] == host and m["hdr"]["host"] == m["rec"]["host"] and
+                 m["hdr"]["run"] == m["rec"]["run"] and int(m["hdr"]["window"]) == m["rec"]["window"]
+                 and m["hdr"]["type"] == m["rec"]["type"] and m["hdr"]["schema"] == "1" and
+                 m["hdr"]["content-encoding"] == "json" for m in feats + agents)
+    c.check(ok_hdr, "key = host; headers host, run, window, schema, type, content-encoding match")
+    c.check(all(m["topic"] == "datacrumbs.features" and m["rec"]["type"] == "features" for m in feats),
+            "features on datacrumbs.features")
+    c.check(any(m["rec"]["pid"] == pid for m in feats), "the workload's records are there")
+    last = agents[-1]["rec"]["sinks"]["kafka"]
+    c.check(last["delivered"] > 0 and last["delivery_errors"] == 0,
+            "agent record reports deliveries (%d) and no errors" % last["delivered"])
+    c.check(wait_spool_empty(spool, 5), "spool empty once everything is delivered")
+    b.close()
+    c.done()
+
+
+def scenario_outage(agent_bin, wl_bin, mock_bin, seconds=30):
+    """Broker down 30 s under 100 ms windows: afterwards every window is there, in order."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.1))
+    time.sleep(1)
+    b.cmd("down")
+    time.sleep(seconds)
+    spooled = len([f for f in os.listdir(spool) if f.endswith(".seg")])
+    c.check(spooled >= seconds * 10 * 0.8, "windows spooled during the outage (%d segments)" % spooled)
+    b.cmd("up")
+    c.check(wait_spool_empty(spool, 60), "spool drained after the broker returned")
+    c.eq(a.stop(), 0, "agent exits 0")
+    agents = consume(b.bootstrap, "datacrumbs.agent")
+    runs = windows_by_run(agents)
+    c.eq(len(runs), 1, "one run")
+    run = list(runs)[0]
+    check_run(c, runs, run, "agent records")
+    check_dups(c, agents + consume(b.bootstrap, "datacrumbs.features"), "outage")
+    n = max(runs[run]) + 1
+    c.check(n >= (seconds + 1) * 10 * 0.9, "%d windows for a %d s run" % (n, seconds + 1))
+    down = [m["rec"] for m in agents if not m["rec"]["sinks"]["kafka"]["brokers_up"]]
+    c.check(len(down) > 0 and max(r["sinks"]["kafka"]["spool_segments"] for r in down) > 10,
+            "agent records made during the outage say so and show the spool growing")
+    b.close()
+    c.done()
+
+
+def scenario_kill9(agent_bin, wl_bin, mock_bin):
+    """kill -9 during an outage, restart: the spooled windows arrive, in order, first."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.1))
+    b.cmd("down")
+    time.sleep(3)
+    a.proc.send_signal(signal.SIGKILL)
+    a.proc.wait(10)
+    left = sorted(f for f in os.listdir(spool) if f.endswith(".seg"))
+    c.check(len(left) >= 20, "segments left in the spool by the killed agent (%d)" % len(left))
+    # a write the kill interrupted looks like this; the next start must remove it
+    with open(os.path.join(spool, "99999999999999999999.seg.tmp"), "w") as f:
+        f.write("torn")
+    b.cmd("up")
+    a2 = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.1))
+    c.check(wait_spool_empty(spool, 60), "the restarted agent delivered the old spool")
+    c.eq(a2.stop(), 0, "restarted agent exits 0")
+    c.check("earlier runs" in a2.log(), "start-up log mentions the spool from earlier runs")
+    c.eq([f for f in os.listdir(spool) if f.endswith(".tmp")], [], "no temporary files left")
+    agents = consume(b.bootstrap, "datacrumbs.agent")
+    runs = windows_by_run(agents)
+    c.eq(len(runs), 2, "two runs")
+    order = []
+    for m in agents:
+        if m["hdr"]["run"] not in order:
+            order.append(m["hdr"]["run"])
+    first, second = order[0], order[1]
+    check_run(c, runs, first, "killed run")
+    c.check(max(runs[first]) + 1 >= len(left), "every spooled window of the killed run arrived")
+    check_run(c, runs, second, "restarted run")
+    check_dups(c, agents, "kill -9")
+    pos_last_first = max(i for i, m in enumerate(agents) if m["hdr"]["run"] == first)
+    pos_first_second = min(i for i, m in enumerate(agents) if m["hdr"]["run"] == second)
+    c.check(pos_last_first < pos_first_second, "the old run's windows come before the new run's")
+    b.close()
+    c.done()
+
+
+def scenario_corrupt(agent_bin, wl_bin, mock_bin):
+    """A truncated and a corrupted segment: named, set aside; the rest delivered."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.1))
+    b.cmd("down")
+    time.sleep(2)
+    a.proc.send_signal(signal.SIGKILL)
+    a.proc.wait(10)
+    segs = sorted(f for f in os.listdir(spool) if f.endswith(".seg"))
+    c.check(len(segs) >= 10, "segments to work with (%d)" % len(segs))
+    trunc, corrupt = segs[3], segs[6]
+    with open(os.path.join(spool, trunc), "r+b") as f:
+        size = f.seek(0, 2)
+        f.truncate(size // 2)
+    with open(os.path.join(spool, corrupt), "r+b") as f:
+        size = f.seek(0, 2)
+        f.seek(size - 20)
+        byte = f.read(1)
+        f.seek(size - 20)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    b.cmd("up")
+    a2 = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.1))
+    c.check(wait_spool_empty(spool, 60), "the rest of the spool is delivered")
+    c.eq(a2.stop(), 0, "agent exits 0")
+    log = a2.log()
+    c.check(trunc in log and "truncated" in log, "the truncated segment is named: %s" % trunc)
+    c.check(corrupt in log and "checksum" in log, "the corrupted segment is named: %s" % corrupt)
+    c.check(os.path.exists(os.path.join(spool, trunc + ".bad")) and
+            os.path.exists(os.path.join(spool, corrupt + ".bad")), "both set aside as .bad")
+    agents = consume(b.bootstrap, "datacrumbs.agent")
+    runs = windows_by_run(agents)
+    first = agents[0]["hdr"]["run"]
+    w = sorted(set(runs[first]))
+    missing = sorted(set(range(max(w) + 1)) - set(w))
+    c.eq(len(missing), 2, "exactly the two damaged windows are missing (%s)" % missing)
+    b.close()
+    c.done()
+
+
+def scenario_config(agent_bin, wl_bin, mock_bin):
+    """A rejected property and an unknown topic stop the agent at start, clearly."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    cases = [
+        ('properties = ["linger.ms=soon"];', ["linger.ms=soon", "Invalid value"]),
+        ('properties = ["no.such.property=1"];', ["no.such.property", "No such configuration property"]),
+        ('properties = ["lingerms"];', ["lingerms", "not name=value"]),
+        ('topics = { features = "no.such.topic"; };', ["no.such.topic", "Unknown topic"]),
+    ]
+    for extra, words in cases:
+        path = os.path.join(tmp, "c.conf")
+        with open(path, "w") as f:
+            f.write(conf(b.bootstrap, spool, extra=extra))
+        p = subprocess.run([agent_bin, "--config", path, "--duration", "5"], capture_output=True,
+                           text=True, timeout=60)
+        c.check(p.returncode == 2 and all(x in p.stderr for x in words),
+                "%s: exit %d, %r" % (extra, p.returncode, p.stderr.strip()[-200:]))
+    b.close()
+    c.done()
+
+
+def main():
+    scenario, agent_bin, wl_bin, mock_bin = sys.argv[1:5]
+    require_root()
+    {"deliver": scenario_deliver, "outage": scenario_outage, "kill9": scenario_kill9,
+     "corrupt": scenario_corrupt, "config": scenario_config}[scenario](agent_bin, wl_bin, mock_bin)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdlib.h>
+
+#include "segment.h"
+#include "tap.h"
+
+static struct dc_seg_meta meta(void)
+{
+	struct dc_seg_meta m = {.kind = DC_SEG_FEATURES, .seq = 42, .n_records = 3};
+
+	strcpy(m.host, "node-7");
+	strcpy(m.run, "0b3c1d7e-0000-4000-8000-000000000001");
+	return m;
+}
+
+int main(void)
+{
+	struct dc_buf raw = {}, img = {}, back = {};
+	struct dc_seg_meta m = meta(), got;
+	struct dc_seg_rec rec;
+	char err[256], big[5000];
+	size_t off = 0;
+	int r, n = 0;
+
+	memset(big, 'x', sizeof(big));
+	seg_raw_add(&raw, 0, 7, "{\"a\":1}\n", 8);
+	seg_raw_add(&raw, 1, 7, big, sizeof(big));
+	seg_raw_add(&raw, 0, 8, "", 0);
+	CHECK(seg_encode(&m, raw.data, raw.len, 3, &img) == 0, "encode");
+	CHECK(img.len < raw.len, "zstd made it smaller (%zu < %zu)", img.len, raw.len);
+	r = seg_decode(img.data, img.len, &got, &back, err, sizeof(err));
+	CHECK(r == 0, "decode (%s)", r ? err : "");
+	CHECK(got.seq == 42 && got.kind == DC_SEG_FEATURES && got.n_records == 3,
+	      "meta round-trips");
+	CHECK_STR(got.host, "node-7", "host travels with the segment");
+	CHECK_STR(got.run, m.run, "run id travels with the segment");
+	CHECK(back.len == raw.len && !memcmp(back.data, raw.data, raw.len), "records round-trip");
+	while (seg_raw_next(back.data, back.len, &off, &rec) > 0) {
+		n++;
+		if (n == 1)
+			CHECK(rec.type == 0 && rec.window == 7 && rec.len == 8 &&
+				  !memcmp(rec.data, "{\"a\":1}\n", 8),
+			      "first record");
+		if (n == 2)
+			CHECK(rec.type == 1 && rec.len == sizeof(big), "large record");
+		if (n == 3)
+			CHECK(rec.window == 8 && rec.len == 0, "empty record");
+	}
+	CHECK(n == 3, "three records iterated");
+
+	/* every truncation is detected, never misread */
+	for (size_t cut = 0; cut < img.len; cut += 7) {
+		r = seg_decode(img.data, cut, &got, &back, err, sizeof(err));
+		if (r != -EBADMSG || !strstr(err, "truncated")) {
+			CHECK(0, "truncation at %zu not reported as truncated: %d %s", cut, r, err);
+			break;
+		}
+	}
+	CHECK(1, "every truncation reported as truncated");
+	/* every single-byte corruption is detected */
+	for (size_t i = 0; i < img.len; i++) {
+		img.data[i] ^= 0x5a;
+		r = seg_decode(img.data, img.len, &got, &back, err, sizeof(err));
+		img.data[i] ^= 0x5a;
+		if (r != -EBADMSG) {
+			CHECK(0, "corruption of byte %zu not detected", i);
+			break;
+		}
+	}
+	CHECK(1, "every flipped byte detected");
+	r = seg_decode(img.data, img.len, &got, &back, err, sizeof(err));
+	CHECK(r == 0, "the intact image still decodes");
+	buf_put(&img, "zz", 2);
+	r = seg_decode(img.data, img.len, &got, &back, err, sizeof(err));
+	CHECK(r == -EBADMSG && strstr(err, "trailing"), "trailing garbage: %s", err);
+	r = seg_decode("NOTASPOOLSEGMENT-NOTASPOOLSEGMENT-NOTASPOOLSEGMENT-NOTASPOOL", 60, &got,
+		       &back, err, sizeof(err));
+	CHECK(r == -EBADMSG && strstr(err, "magic"), "foreign file: %s", err);
+	/* framing that lies about its length */
+	CHECK(seg_raw_next("\xff\xff\xff\x0f\0\0\0\0\0\0\0\0\0\0\0\0", 16, &(size_t){0}, &rec) ==
+		  -EBADMSG,
+	      "record length past the end is refused");
+	buf_free(&raw);
+	buf_free(&img);
+	buf_free(&back);
+	return tap_done();
+}
