@@ -15,6 +15,7 @@
 #include "preempt.h"
 #include "probe-syscall.h"
 #include "syscall.skel.h"
+#include "winmap.h"
 
 enum mech { MECH_TP_BTF, MECH_RAW_TP, MECH_TRACEPOINT, MECH_MAX };
 static const char *const mech_names[MECH_MAX] = {"tp_btf", "raw_tp", "tracepoint"};
@@ -28,8 +29,7 @@ struct probe_syscall {
 	const char *preempt_why;
 	int ncpus;
 	uint64_t max_keys;
-	int inner_fd[2];
-	int active; /* index of the inner map programs write now */
+	struct winmap agg;
 	char detail[512];
 	struct dc_agg_entry *entries;
 	size_t cap;
@@ -48,11 +48,7 @@ static uint64_t now_us(void)
 
 static void probe_close_maps(struct probe_syscall *p)
 {
-	for (int i = 0; i < 2; i++)
-		if (p->inner_fd[i] >= 0) {
-			close(p->inner_fd[i]);
-			p->inner_fd[i] = -1;
-		}
+	winmap_close(&p->agg);
 }
 
 struct probe_syscall *probe_syscall_free(struct probe_syscall *p)
@@ -89,7 +85,6 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 {
 	struct bpf_program *enter[MECH_MAX], *exit_[MECH_MAX];
 	struct syscall_bpf *skel;
-	__u32 zero = 0;
 	int r;
 
 	skel = syscall_bpf__open();
@@ -122,28 +117,16 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	bpf_map__set_max_entries(skel->maps.stash_tid, (__u32)cfg->max_threads);
 	bpf_map__set_max_entries(skel->maps.procs, (__u32)cfg->max_procs);
 
-	/* Both window maps are made here and the first serves as the template
-	 * for the map-of-maps: libbpf 1.1 cannot resize its own inner template
-	 * (bpf_map__set_max_entries() dereferences the template's NULL obj). */
-	for (int i = 0; i < 2; i++) {
-		p->inner_fd[i] =
-		    bpf_map_create(p->percpu ? BPF_MAP_TYPE_PERCPU_HASH : BPF_MAP_TYPE_HASH,
-				   i ? "dc_agg_b" : "dc_agg_a", sizeof(struct dc_agg_key),
-				   sizeof(struct dc_agg_val), (__u32)p->max_keys, NULL);
-		if (p->inner_fd[i] < 0)
-			return -errno;
-	}
-	r = bpf_map__set_inner_map_fd(skel->maps.agg_gen, p->inner_fd[0]);
+	r = winmap_prepare(&p->agg, skel->maps.agg_gen, "dc_agg", sizeof(struct dc_agg_key),
+			   sizeof(struct dc_agg_val), (unsigned)p->max_keys, p->percpu, p->ncpus);
 	if (r)
 		return r;
-
 	r = syscall_bpf__load(skel);
 	if (r)
 		return r;
-
-	p->active = 0;
-	if (bpf_map_update_elem(bpf_map__fd(skel->maps.agg_gen), &zero, &p->inner_fd[0], BPF_ANY))
-		return -errno;
+	r = winmap_install(&p->agg);
+	if (r)
+		return r;
 
 	return syscall_bpf__attach(skel);
 }
@@ -185,7 +168,7 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return log_error_errno(-ENOMEM, "Out of memory");
-	p->inner_fd[0] = p->inner_fd[1] = -1;
+	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
 	p->ncpus = libbpf_num_possible_cpus();
 	if (p->ncpus <= 0)
 		return log_error_errno(p->ncpus, "Cannot count possible CPUs: %m");
@@ -347,28 +330,21 @@ static void read_overflow(struct probe_syscall *p, struct dc_agg_entry out[DC_OP
 
 int probe_syscall_flip_and_drain(struct probe_syscall *p, struct dc_drain_result *res)
 {
-	int outer = bpf_map__fd(p->skel->maps.agg_gen), next = 1 - p->active, r;
-	__u32 zero = 0;
-	uint64_t t0, t1;
+	unsigned long long flip_us;
+	uint64_t t0 = now_us();
+	int r;
 
-	t0 = now_us();
-	/* returns only after every program that could still hold the old map
-	 * has finished (map-of-maps updates wait for an RCU grace period) */
-	if (bpf_map_update_elem(outer, &zero, &p->inner_fd[next], BPF_ANY))
-		return -errno;
-	t1 = now_us();
 	p->n = 0;
-	r = drain_hash(p->inner_fd[p->active], sizeof(struct dc_agg_key), sizeof(struct dc_agg_val),
-		       p->percpu, p->ncpus, p->max_keys, collect, p, &res->used_batch);
-	p->active = next;
+	r = winmap_flip_and_drain(&p->agg, collect, p, &res->used_batch, &flip_us);
 	if (r < 0)
 		return r;
 	read_counters(p, res->counters);
 	read_overflow(p, res->overflow);
 	res->entries = p->entries;
 	res->n = p->n;
-	res->flip_us = t1 - t0;
-	res->drain_us = now_us() - t1;
+	res->flip_us = flip_us;
+	/* draining the map and reading the loss counters */
+	res->drain_us = now_us() - t0 - flip_us;
 	return 0;
 }
 
