@@ -47,6 +47,14 @@ static const struct dc_cfg_item items[] = {
      "kernel has it"},
     {"filter.exclude_self", CFG_BOOL, F(exclude_self), "true", 0, 0, NULL,
      "leave the agent's own I/O out (its record writes would otherwise feed back)"},
+    {"probes.block.enable", CFG_BOOL, F(block_enable), "true", 0, 0, NULL,
+     "time every block request (queue and device latency) and attribute it to the process "
+     "and cgroup that submitted it"},
+    {"probes.block.mechanism", CFG_STRING, F(block_mechanism), "auto", 0, 0, "auto|tp_btf|raw_tp",
+     "how the block probes attach; auto takes tp_btf, else raw_tp"},
+    {"maps.block_max_keys", CFG_INT, F(block_max_keys), "4096", 16, 1 << 20, NULL,
+     "distinct (device, operation, process, cgroup) block keys per window; beyond, requests "
+     "are counted per operation in the agent record's block.unattributed"},
     {"kafka.brokers", CFG_STRING, F(kafka_brokers), "", 0, 0, NULL,
      "bootstrap servers (host:port,...); empty: no Kafka, records go to output.path only"},
     {"kafka.topics.features", CFG_STRING, F(kafka_topic_features), "datacrumbs.features", 0, 0,

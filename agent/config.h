@@ -23,6 +23,9 @@ struct dc_config {
 	int64_t max_threads;
 	char syscall_mechanism[16]; /* auto | tp_btf | raw_tp | tracepoint */
 	char syscall_stash[16];	    /* auto | task_storage | hash */
+	bool block_enable;
+	char block_mechanism[16]; /* auto | tp_btf | raw_tp */
+	int64_t block_max_keys;
 	bool exclude_self;
 	char kafka_brokers[DC_STR_MAX]; /* "" = no Kafka */
 	char kafka_topic_features[256];

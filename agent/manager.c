@@ -13,6 +13,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "probe-block.h"
 #include "probe-syscall.h"
 #include "record.h"
 #include "selfstat.h"
@@ -27,6 +28,7 @@ struct manager {
 	sd_event *event;
 	sd_event_source *timer;
 	struct probe_syscall *sys;
+	struct probe_block *blk; /* NULL when probes.block.enable is false */
 	struct cgroup_cache *cgroups;
 	struct dc_sink *sinks[2]; /* file, kafka: each optional */
 	size_t n_sinks;
@@ -36,7 +38,8 @@ struct manager {
 	char boot_id[40];
 	struct dc_buf rec;
 	struct dc_selfstat self;
-	struct dc_probe_report probes[1];
+	struct dc_probe_report probes[2];
+	size_t n_probes;
 	bool stopping;
 };
 
@@ -67,6 +70,7 @@ struct manager *manager_free(struct manager *m)
 	sd_event_source_unref(m->timer);
 	sd_event_unref(m->event);
 	m->sys = probe_syscall_free(m->sys);
+	m->blk = probe_block_free(m->blk);
 	m->cgroups = cgroup_cache_free(m->cgroups);
 	/* Kafka's final flush happens here, after the last window was handed over */
 	for (size_t i = 0; i < m->n_sinks; i++)
@@ -77,6 +81,26 @@ struct manager *manager_free(struct manager *m)
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct manager *, manager_free);
+
+/* "vda" for 254:0, from sysfs; "" when the device is gone. */
+static void device_name(uint32_t dev, char *out, size_t len)
+{
+	char path[128], line[256];
+	FILE *f;
+
+	out[0] = 0;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/uevent", blk_major(dev), blk_minor(dev));
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "DEVNAME=", 8)) {
+			line[strcspn(line, "\n")] = 0;
+			snprintf(out, len, "%.63s", line + 8);
+			break;
+		}
+	fclose(f);
+}
 
 /* Hand the record in m->rec to every sink; 0 if at least one took it. */
 static int manager_write(struct manager *m, enum dc_rec_type type, const struct dc_window *w)
@@ -101,6 +125,8 @@ static void report_sinks(struct dc_json *j, void *opaque)
 static int manager_close_window(struct manager *m)
 {
 	struct dc_drain_result res = {};
+	struct dc_blk_drain bres = {};
+	struct dc_blk_sum blk[DC_BLK_OP_MAX];
 	struct dc_agent_stats st = {};
 	struct dc_selfstat self = {};
 	struct dc_window w;
@@ -119,6 +145,15 @@ static int manager_close_window(struct manager *m)
 		    r, "Window %llu: cannot drain the syscall maps: %m; retrying next window",
 		    (unsigned long long)w.seq);
 
+	if (m->blk) {
+		r = probe_block_flip_and_drain(m->blk, &bres);
+		if (r < 0)
+			log_warning_errno(r,
+					  "Window %llu: cannot drain the block maps: %m; retrying "
+					  "next window",
+					  (unsigned long long)w.seq);
+	}
+
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	featvec_sort(res.entries, res.n);
 	for (size_t i = 0; i < res.n;) {
@@ -134,14 +169,32 @@ static int manager_close_window(struct manager *m)
 		id.cgroup = cgroup_cache_path(m->cgroups, id.cgroup_id);
 		for (size_t k = i; k < end; k++)
 			events += res.entries[k].v.count;
+		if (m->blk)
+			blk_sum_for(bres.entries, bres.n, id.pid, id.cgroup_id, blk);
 		buf_reset(&m->rec);
-		record_features(&m->rec, &ctx, &id, res.entries + i, end - i);
+		record_features(&m->rec, &ctx, &id, res.entries + i, end - i, m->blk ? blk : NULL);
 		if (!m->rec.err && manager_write(m, DC_REC_FEATURES, &w) == 0)
 			records++;
 		i = end;
 	}
 	for (unsigned op = 0; op < DC_OP_MAX; op++)
 		events += res.overflow[op].v.count;
+
+	/* one device record per disk with requests in this window */
+	blk_sort_by_dev(bres.entries, bres.n);
+	for (size_t i = 0; i < bres.n;) {
+		size_t end = i;
+		char name[64];
+
+		while (end < bres.n && bres.entries[end].dev == bres.entries[i].dev)
+			end++;
+		device_name(bres.entries[i].dev, name, sizeof(name));
+		buf_reset(&m->rec);
+		record_device(&m->rec, &ctx, name, bres.entries + i, end - i);
+		if (!m->rec.err)
+			manager_write(m, DC_REC_DEVICE, &w);
+		i = end;
+	}
 
 	selfstat_read(&self);
 	st = (struct dc_agent_stats){
@@ -162,9 +215,14 @@ static int manager_close_window(struct manager *m)
 	    .max_keys = probe_syscall_max_keys(m->sys),
 	    .map_layout = probe_syscall_layout(m->sys),
 	    .probes = m->probes,
-	    .n_probes = ELEMENTSOF(m->probes),
+	    .n_probes = m->n_probes,
+	    .block = m->blk != NULL,
+	    .blk_unattributed = bres.overflow,
 	};
 	memcpy(st.counters, res.counters, sizeof(st.counters));
+	memcpy(st.blk_counters, bres.counters, sizeof(st.blk_counters));
+	st.recursion_misses = res.recursion_misses;
+	st.blk_recursion_misses = bres.recursion_misses;
 	st.cpu_share = window_seconds(&w) > 0
 			   ? (double)(st.cpu_user_us + st.cpu_sys_us) / 1e6 / window_seconds(&w)
 			   : 0;
@@ -293,11 +351,24 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	r = probe_syscall_new(cfg, &m->sys);
 	if (r < 0)
 		return r;
-	m->probes[0] = (struct dc_probe_report){
+	m->probes[m->n_probes++] = (struct dc_probe_report){
 	    .name = "syscall",
 	    .mechanism = probe_syscall_mechanism(m->sys),
 	    .detail = probe_syscall_detail(m->sys),
 	};
+	if (cfg->block_enable) {
+		r = probe_block_new(cfg, probe_syscall_plain_updates(m->sys), &m->blk);
+		if (r < 0)
+			/* the other layers still run; the agent record lists no block probe */
+			log_warning_errno(
+			    r, "Block probes unavailable (%m): block layer off, ignoring");
+		else
+			m->probes[m->n_probes++] = (struct dc_probe_report){
+			    .name = "block",
+			    .mechanism = probe_block_mechanism(m->blk),
+			    .detail = probe_block_detail(m->blk),
+			};
+	}
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);

@@ -14,6 +14,7 @@
 #include "ops.h"
 #include "preempt.h"
 #include "probe-syscall.h"
+#include "progstats.h"
 #include "syscall.skel.h"
 #include "winmap.h"
 
@@ -36,6 +37,7 @@ struct probe_syscall {
 	size_t n;
 	struct dc_agg_sum overflow_prev[DC_OP_MAX];
 	uint64_t counters_prev[DC_CNT_MAX];
+	uint64_t misses_prev;
 };
 
 static uint64_t now_us(void)
@@ -250,6 +252,11 @@ const char *probe_syscall_layout(const struct probe_syscall *p)
 	return p->percpu ? "percpu" : "shared";
 }
 
+bool probe_syscall_plain_updates(const struct probe_syscall *p)
+{
+	return p->plain_updates;
+}
+
 uint64_t probe_syscall_max_keys(const struct probe_syscall *p)
 {
 	return p->max_keys;
@@ -340,6 +347,12 @@ int probe_syscall_flip_and_drain(struct probe_syscall *p, struct dc_drain_result
 		return r;
 	read_counters(p, res->counters);
 	read_overflow(p, res->overflow);
+	{
+		uint64_t m = progs_recursion_misses(p->skel->obj);
+
+		res->recursion_misses = m - p->misses_prev;
+		p->misses_prev = m;
+	}
 	res->entries = p->entries;
 	res->n = p->n;
 	res->flip_us = flip_us;

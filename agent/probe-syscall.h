@@ -20,12 +20,16 @@ const char *probe_syscall_mechanism(const struct probe_syscall *p);
 const char *probe_syscall_detail(const struct probe_syscall *p);
 const char *probe_syscall_layout(const struct probe_syscall *p);
 uint64_t probe_syscall_max_keys(const struct probe_syscall *p);
+/* Whether counters use plain adds (per-CPU maps on a non-preemptible kernel):
+ * the other probe families follow the same decision. */
+bool probe_syscall_plain_updates(const struct probe_syscall *p);
 
 struct dc_drain_result {
 	struct dc_agg_entry *entries; /* owned by the probe, valid until the next drain */
 	size_t n;
 	struct dc_agg_entry overflow[DC_OP_MAX]; /* this window's unattributed calls, by op */
 	uint64_t counters[DC_CNT_MAX];		 /* this window's loss counters */
+	uint64_t recursion_misses; /* this window\'s, see progstats.h */
 	uint64_t flip_us, drain_us;
 	bool used_batch;
 };

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <stdio.h>
+
 #include "hist.h"
 #include "ops.h"
 #include "record.h"
@@ -10,6 +12,8 @@ const char *record_type_name(enum dc_rec_type t)
 		return "features";
 	case DC_REC_AGENT:
 		return "agent";
+	case DC_REC_DEVICE:
+		return "device";
 	default:
 		return "unknown";
 	}
@@ -73,8 +77,81 @@ static void op_body(struct dc_json *j, const struct dc_op_info *oi, const struct
 	json_obj_end(j);
 }
 
+static void quantile(struct dc_json *j, const char *key, const uint64_t *slots, double q)
+{
+	json_key(j, key);
+	json_u64(j, (uint64_t)(hist_quantile(slots, DC_LAT_SLOTS, q) + 0.5));
+}
+
+/* The fields of one block op; the caller opens and closes the object. */
+static void blk_fields(struct dc_json *j, const struct dc_blk_sum *v, bool hists)
+{
+	json_key(j, "count");
+	json_u64(j, v->count);
+	json_key(j, "bytes");
+	json_u64(j, v->bytes);
+	json_key(j, "queue_ns");
+	json_u64(j, v->queue_ns);
+	json_key(j, "device_ns");
+	json_u64(j, v->device_ns);
+	quantile(j, "queue_p50_ns", v->qlat, 0.5);
+	quantile(j, "queue_p99_ns", v->qlat, 0.99);
+	quantile(j, "device_p50_ns", v->dlat, 0.5);
+	quantile(j, "device_p99_ns", v->dlat, 0.99);
+	if (hists) {
+		hist(j, "queue_hist", v->qlat, DC_LAT_SLOTS);
+		hist(j, "device_hist", v->dlat, DC_LAT_SLOTS);
+		hist(j, "size_hist", v->size, DC_SIZE_SLOTS);
+	}
+}
+
+void record_device(struct dc_buf *b, const struct dc_record_ctx *ctx, const char *name,
+		   const struct dc_blk_entry *e, size_t n)
+{
+	struct dc_json j;
+	char dev[32];
+
+	snprintf(dev, sizeof(dev), "%u:%u", blk_major(e[0].dev), blk_minor(e[0].dev));
+	json_init(&j, b);
+	json_obj_begin(&j);
+	header(&j, ctx, DC_REC_DEVICE);
+	json_key(&j, "dev");
+	json_str(&j, dev);
+	json_key(&j, "name");
+	json_str(&j, name);
+	json_key(&j, "ops");
+	json_obj_begin(&j);
+	for (size_t i = 0; i < n;) {
+		struct dc_blk_sum all = {};
+		uint64_t kernel_bytes = 0, kernel_count = 0;
+		size_t k = i;
+
+		for (; k < n && e[k].op == e[i].op; k++) {
+			blk_sum_add(&all, &e[k].v);
+			if (!e[k].tgid) {
+				kernel_bytes += e[k].v.bytes;
+				kernel_count += e[k].v.count;
+			}
+		}
+		json_key(&j, blk_op_name(e[i].op));
+		json_obj_begin(&j);
+		blk_fields(&j, &all, true);
+		/* requests no user process submitted: writeback, journal, ... */
+		json_key(&j, "kernel_count");
+		json_u64(&j, kernel_count);
+		json_key(&j, "kernel_bytes");
+		json_u64(&j, kernel_bytes);
+		json_obj_end(&j);
+		i = k;
+	}
+	json_obj_end(&j);
+	json_obj_end(&j);
+	buf_putc(b, '\n');
+}
+
 void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
-		     const struct dc_proc_ident *id, const struct dc_agg_entry *e, size_t n)
+		     const struct dc_proc_ident *id, const struct dc_agg_entry *e, size_t n,
+		     const struct dc_blk_sum *blk)
 {
 	struct dc_features f;
 	struct dc_json j;
@@ -136,6 +213,20 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 	json_u64(&j, f.async_ops);
 	json_obj_end(&j);
 
+	if (blk) {
+		json_key(&j, "block");
+		json_obj_begin(&j);
+		for (unsigned op = 0; op < DC_BLK_OP_MAX; op++) {
+			if (!blk[op].count && !blk[op].bytes)
+				continue;
+			json_key(&j, blk_op_name(op));
+			json_obj_begin(&j);
+			blk_fields(&j, &blk[op], false);
+			json_obj_end(&j);
+		}
+		json_obj_end(&j);
+	}
+
 	json_key(&j, "derived");
 	json_obj_begin(&j);
 	json_key(&j, "read_bw");
@@ -189,6 +280,8 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 		json_key(&j, counter_names[i]);
 		json_u64(&j, s->counters[i]);
 	}
+	json_key(&j, "recursion_misses");
+	json_u64(&j, s->recursion_misses);
 	json_obj_end(&j);
 
 	/* totals of the calls that overflowed the window map: not attributed
@@ -222,6 +315,42 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 	json_key(&j, "rss_kib");
 	json_u64(&j, s->rss_kib);
 	json_obj_end(&j);
+
+	if (s->block) {
+		static const char *const blk_counter_names[DC_BLK_CNT_MAX] = {
+		    [DC_BLK_CNT_AGG_FULL] = "agg_map_full",
+		    [DC_BLK_CNT_NO_ISSUE] = "completion_without_issue",
+		    [DC_BLK_CNT_RQ_FULL] = "inflight_map_full",
+		    [DC_BLK_CNT_NO_ORIGIN] = "issue_without_bio",
+		};
+
+		json_key(&j, "block");
+		json_obj_begin(&j);
+		json_key(&j, "drops");
+		json_obj_begin(&j);
+		for (unsigned i = 0; i < DC_BLK_CNT_MAX; i++) {
+			json_key(&j, blk_counter_names[i]);
+			json_u64(&j, s->blk_counters[i]);
+		}
+		json_key(&j, "recursion_misses");
+		json_u64(&j, s->blk_recursion_misses);
+		json_obj_end(&j);
+		json_key(&j, "unattributed");
+		json_obj_begin(&j);
+		for (unsigned op = 0; op < DC_BLK_OP_MAX && s->blk_unattributed; op++) {
+			if (!s->blk_unattributed[op].v.count && !s->blk_unattributed[op].v.bytes)
+				continue;
+			json_key(&j, blk_op_name(op));
+			json_obj_begin(&j);
+			json_key(&j, "count");
+			json_u64(&j, s->blk_unattributed[op].v.count);
+			json_key(&j, "bytes");
+			json_u64(&j, s->blk_unattributed[op].v.bytes);
+			json_obj_end(&j);
+		}
+		json_obj_end(&j);
+		json_obj_end(&j);
+	}
 
 	json_key(&j, "sinks");
 	json_obj_begin(&j);

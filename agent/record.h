@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "datacrumbs/syscall.h"
+#include "blkvec.h"
 #include "featvec.h"
 #include "json.h"
 #include "window.h"
@@ -16,6 +17,7 @@
 enum dc_rec_type {
 	DC_REC_FEATURES = 0,
 	DC_REC_AGENT = 1,
+	DC_REC_DEVICE = 2,
 	DC_REC_MAX,
 };
 
@@ -35,9 +37,16 @@ struct dc_proc_ident {
 	const char *cgroup; /* path below the cgroup2 root, "" if unresolved */
 };
 
-/* One feature-vector record (one JSON line, newline included). */
+/* One feature-vector record (one JSON line, newline included). blk: the
+ * process's block requests per op (NULL when the block layer is off). */
 void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
-		     const struct dc_proc_ident *id, const struct dc_agg_entry *e, size_t n);
+		     const struct dc_proc_ident *id, const struct dc_agg_entry *e, size_t n,
+		     const struct dc_blk_sum *blk);
+
+/* One device record: e[0..n) are the window's entries of one device, sorted
+ * by op (blk_sort_by_dev). */
+void record_device(struct dc_buf *b, const struct dc_record_ctx *ctx, const char *name,
+		   const struct dc_blk_entry *e, size_t n);
 
 struct dc_probe_report {
 	const char *name;
@@ -51,6 +60,7 @@ struct dc_agent_stats {
 	uint64_t records;	       /* feature records written for this window */
 	uint64_t keys;		       /* (process, cgroup, op) keys drained */
 	uint64_t counters[DC_CNT_MAX]; /* deltas of the kernel's loss counters */
+	uint64_t recursion_misses;     /* syscall programs the kernel skipped */
 	const struct dc_agg_entry *unattributed; /* per-op calls that overflowed the map */
 	size_t n_unattributed;
 	uint64_t flip_us, drain_us, encode_us;
@@ -61,6 +71,10 @@ struct dc_agent_stats {
 	const char *map_layout;
 	const struct dc_probe_report *probes;
 	size_t n_probes;
+	bool block; /* block layer on */
+	uint64_t blk_counters[DC_BLK_CNT_MAX];
+	uint64_t blk_recursion_misses;
+	const struct dc_blk_entry *blk_unattributed; /* [DC_BLK_OP_MAX] */
 	/* writes the members of the "sinks" object: each sink reports itself */
 	void (*sinks)(struct dc_json *j, void *opaque);
 	void *sinks_opaque;

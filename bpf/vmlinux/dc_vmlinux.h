@@ -61,11 +61,47 @@ struct pt_regs {
 #error "datacrumbs: add this architecture's pt_regs to bpf/vmlinux/dc_vmlinux.h"
 #endif
 
+struct mm_struct;
+
 struct task_struct {
 	int pid;
 	int tgid;
+	struct mm_struct *mm; /* NULL for kernel threads */
 	struct task_struct *group_leader;
 	char comm[16];
+};
+
+/* block layer */
+struct kernfs_node {
+	u64 id;
+};
+struct cgroup {
+	struct kernfs_node *kn;
+};
+struct cgroup_subsys_state {
+	struct cgroup *cgroup;
+};
+struct blkcg {
+	struct cgroup_subsys_state css;
+};
+struct blkcg_gq {
+	struct blkcg *blkcg;
+};
+struct bio {
+	struct blkcg_gq *bi_blkg; /* absent without CONFIG_BLK_CGROUP */
+};
+struct gendisk {
+	int major;
+	int first_minor;
+};
+struct request_queue {
+	struct gendisk *disk;
+};
+struct request {
+	struct request_queue *q;
+	unsigned int cmd_flags;
+	unsigned int __data_len;
+	struct bio *bio;
 };
 
 #pragma clang attribute pop

@@ -14,6 +14,10 @@
  *   pread64  --bad-reads failing on fd -1 (EBADF)
  *   close    1
  * Thread stacks come from mmap (by glibc): mmap is not part of the contract.
+ *
+ * With --blockdev DEV the child instead opens DEV with O_DIRECT and makes
+ * N aligned pwrites of --size bytes, then N preads of them: N write and N
+ * read requests of exactly that size at the block layer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +36,28 @@ static int iters = 100, nthreads = 1, bad_opens = 3, bad_reads = 2, fsyncs = 1, 
 static size_t size = 4096;
 static const char *dir = "/tmp";
 static const char *comm;
+static const char *blockdev;
+
+static void block_io(void)
+{
+	void *buf;
+	int fd;
+
+	if (posix_memalign(&buf, 4096, size))
+		_exit(30);
+	memset(buf, 'b', size);
+	fd = open(blockdev, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (fd < 0)
+		_exit(31);
+	for (int i = 0; i < iters; i++)
+		if (pwrite(fd, buf, size, (off_t)i * (off_t)size) != (ssize_t)size)
+			_exit(32);
+	for (int i = 0; i < iters; i++)
+		if (pread(fd, buf, size, (off_t)i * (off_t)size) != (ssize_t)size)
+			_exit(33);
+	close(fd);
+	free(buf);
+}
 
 static void *worker(void *arg)
 {
@@ -101,6 +127,8 @@ int main(int argc, char **argv)
 			dir = v;
 		else if (!strcmp(k, "--comm"))
 			comm = v;
+		else if (!strcmp(k, "--blockdev"))
+			blockdev = v;
 		else {
 			fprintf(stderr, "workload: unknown option %s\n", k);
 			return 2;
@@ -116,6 +144,10 @@ int main(int argc, char **argv)
 		/* prctl names the thread group leader: the comm the agent reports */
 		if (comm)
 			prctl(PR_SET_NAME, comm, 0, 0, 0);
+		if (blockdev) {
+			block_io();
+			_exit(0);
+		}
 		for (long t = 1; t < nthreads; t++)
 			if (pthread_create(&th[t], NULL, worker, (void *)t))
 				_exit(20);
@@ -128,7 +160,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "workload: child failed (status %d)\n", status);
 		return 1;
 	}
-	for (int t = 0; t < nthreads; t++) {
+	for (int t = 0; t < nthreads && !blockdev; t++) {
 		char path[4096];
 
 		snprintf(path, sizeof(path), "%s/dc-workload.%d.%d", dir, (int)pid, t);

@@ -61,7 +61,7 @@ int main(void)
 	CHECK(fabs(f.meta_share - 11.0 / 161) < 1e-12, "metadata share (mmap and openat)");
 	CHECK_U64(f.meta_ops, 11, "mmap is metadata, its length is not bandwidth");
 
-	record_features(&b, &ctx, &id, e, end);
+	record_features(&b, &ctx, &id, e, end, NULL);
 	buf_putc(&b, 0);
 	CHECK(b.data[strlen(b.data) - 1] == '\n', "one line per record");
 	CHECK(strstr(b.data, "\"comm\":\"we\\nird\"") != NULL, "comm escaped");

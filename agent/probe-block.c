@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "block.skel.h"
+#include "log.h"
+#include "macro.h"
+#include "probe-block.h"
+#include "progstats.h"
+#include "winmap.h"
+
+enum mech { MECH_TP_BTF, MECH_RAW_TP, MECH_MAX };
+static const char *const mech_names[MECH_MAX] = {"tp_btf", "raw_tp"};
+
+struct probe_block {
+	struct block_bpf *skel;
+	enum mech mech;
+	int ncpus;
+	bool percpu;
+	struct winmap agg;
+	char detail[384];
+	struct dc_blk_entry *entries;
+	size_t n, cap;
+	struct dc_blk_sum overflow_prev[DC_BLK_OP_MAX];
+	uint64_t counters_prev[DC_BLK_CNT_MAX];
+	uint64_t misses_prev;
+};
+
+struct probe_block *probe_block_free(struct probe_block *p)
+{
+	if (!p)
+		return NULL;
+	block_bpf__destroy(p->skel);
+	winmap_close(&p->agg);
+	free(p->entries);
+	free(p);
+	return NULL;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_block *, probe_block_free);
+
+static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enum mech m,
+			 bool plain_updates)
+{
+	struct bpf_program *progs[MECH_MAX][4];
+	struct block_bpf *skel;
+	int r;
+
+	skel = block_bpf__open();
+	if (!skel)
+		return -errno;
+	p->skel = skel;
+	skel->rodata->plain_updates = plain_updates;
+	skel->rodata->agent_tgid = (__u32)getpid();
+	progs[MECH_TP_BTF][0] = skel->progs.dc_bio_queue_btf;
+	progs[MECH_TP_BTF][1] = skel->progs.dc_rq_insert_btf;
+	progs[MECH_TP_BTF][2] = skel->progs.dc_rq_issue_btf;
+	progs[MECH_TP_BTF][3] = skel->progs.dc_rq_complete_btf;
+	progs[MECH_RAW_TP][0] = skel->progs.dc_bio_queue_raw;
+	progs[MECH_RAW_TP][1] = skel->progs.dc_rq_insert_raw;
+	progs[MECH_RAW_TP][2] = skel->progs.dc_rq_issue_raw;
+	progs[MECH_RAW_TP][3] = skel->progs.dc_rq_complete_raw;
+	for (int i = 0; i < MECH_MAX; i++)
+		for (int j = 0; j < 4; j++)
+			bpf_program__set_autoload(progs[i][j], i == (int)m);
+	r = winmap_prepare(&p->agg, skel->maps.agg_gen, "dc_blk", sizeof(struct dc_blk_key),
+			   sizeof(struct dc_blk_val), (unsigned)cfg->block_max_keys, p->percpu,
+			   p->ncpus);
+	if (r)
+		return r;
+	r = block_bpf__load(skel);
+	if (r)
+		return r;
+	r = winmap_install(&p->agg);
+	if (r)
+		return r;
+	return block_bpf__attach(skel);
+}
+
+int probe_block_new(const struct dc_config *cfg, bool plain_updates, struct probe_block **ret)
+{
+	_cleanup_(probe_block_freep) struct probe_block *p = calloc(1, sizeof(*p));
+	enum mech first = MECH_TP_BTF, last = MECH_RAW_TP;
+	size_t off = 0;
+	int r = -ENOENT;
+
+	if (!p)
+		return -ENOMEM;
+	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
+	p->ncpus = libbpf_num_possible_cpus();
+	/* the same layout rule as the syscall maps, for the smaller block map */
+	p->percpu = strcmp(cfg->map_layout, "shared") != 0;
+	if (!p->percpu)
+		plain_updates = false;
+	for (int i = 0; i < MECH_MAX; i++)
+		if (!strcmp(cfg->block_mechanism, mech_names[i]))
+			first = last = (enum mech)i;
+	for (enum mech m = first; m <= last; m++) {
+		r = try_mechanism(p, cfg, m, plain_updates);
+		if (!r) {
+			p->mech = m;
+			snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s updates",
+				 off ? "; " : "", plain_updates ? "plain" : "atomic");
+			log_info("block probes attached with %s", mech_names[m]);
+			*ret = TAKE_PTR(p);
+			return 0;
+		}
+		log_notice("block probes: %s refused by this kernel (%s)%s", mech_names[m],
+			   strerror(-r), m < last ? ", trying the next mechanism" : "");
+		off +=
+		    (size_t)snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s refused: %s",
+				     off ? "; " : "", mech_names[m], strerror(-r));
+		if (off >= sizeof(p->detail))
+			off = sizeof(p->detail) - 1;
+		block_bpf__destroy(p->skel);
+		p->skel = NULL;
+		winmap_close(&p->agg);
+	}
+	return r;
+}
+
+const char *probe_block_mechanism(const struct probe_block *p)
+{
+	return mech_names[p->mech];
+}
+
+const char *probe_block_detail(const struct probe_block *p)
+{
+	return p->detail;
+}
+
+static int collect(const void *key, const void *values, int ncpus, void *ctx)
+{
+	struct probe_block *p = ctx;
+	const struct dc_blk_key *k = key;
+	struct dc_blk_entry *e;
+
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		void *n = realloc(p->entries, cap * sizeof(*p->entries));
+
+		if (!n)
+			return -ENOMEM;
+		p->entries = n;
+		p->cap = cap;
+	}
+	e = &p->entries[p->n++];
+	memset(e, 0, sizeof(*e));
+	e->cgroup_id = k->cgroup_id;
+	e->dev = k->dev;
+	e->tgid = k->tgid;
+	e->op = k->op;
+	for (int c = 0; c < ncpus; c++)
+		blk_sum_add_val(&e->v,
+				(const struct dc_blk_val *)((const char *)values +
+							    (size_t)c * sizeof(struct dc_blk_val)));
+	return 0;
+}
+
+int probe_block_flip_and_drain(struct probe_block *p, struct dc_blk_drain *res)
+{
+	_cleanup_free_ struct dc_blk_val *vals = calloc((size_t)p->ncpus, sizeof(*vals));
+	_cleanup_free_ __u64 *cnt = calloc((size_t)p->ncpus, sizeof(__u64));
+	unsigned long long flip_us;
+	bool batch;
+	int r;
+
+	if (!vals || !cnt)
+		return -ENOMEM;
+	p->n = 0;
+	r = winmap_flip_and_drain(&p->agg, collect, p, &batch, &flip_us);
+	if (r < 0)
+		return r;
+	res->entries = p->entries;
+	res->n = p->n;
+	/* monotonic per-CPU arrays: publish this window's deltas */
+	for (__u32 op = 0; op < DC_BLK_OP_MAX; op++) {
+		struct dc_blk_sum cur = {};
+
+		res->overflow[op] = (struct dc_blk_entry){.op = op};
+		if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.blk_overflow), &op, vals))
+			continue;
+		for (int c = 0; c < p->ncpus; c++)
+			blk_sum_add_val(&cur, &vals[c]);
+		res->overflow[op].v.count = cur.count - p->overflow_prev[op].count;
+		res->overflow[op].v.bytes = cur.bytes - p->overflow_prev[op].bytes;
+		p->overflow_prev[op] = cur;
+	}
+	for (__u32 i = 0; i < DC_BLK_CNT_MAX; i++) {
+		uint64_t sum = 0;
+
+		if (!bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.blk_counters), &i, cnt))
+			for (int c = 0; c < p->ncpus; c++)
+				sum += cnt[c];
+		res->counters[i] = sum - p->counters_prev[i];
+		p->counters_prev[i] = sum;
+	}
+	{
+		uint64_t m = progs_recursion_misses(p->skel->obj);
+
+		res->recursion_misses = m - p->misses_prev;
+		p->misses_prev = m;
+	}
+	return 0;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef DC_PROBE_BLOCK_H
+#define DC_PROBE_BLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blkvec.h"
+#include "config.h"
+
+struct probe_block;
+
+int probe_block_new(const struct dc_config *cfg, bool plain_updates, struct probe_block **ret);
+struct probe_block *probe_block_free(struct probe_block *p);
+const char *probe_block_mechanism(const struct probe_block *p);
+const char *probe_block_detail(const struct probe_block *p);
+
+struct dc_blk_drain {
+	struct dc_blk_entry *entries; /* owned by the probe, valid until the next drain */
+	size_t n;
+	struct dc_blk_entry overflow[DC_BLK_OP_MAX];
+	uint64_t counters[DC_BLK_CNT_MAX];
+	uint64_t recursion_misses; /* this window's, see progstats.h */
+};
+
+int probe_block_flip_and_drain(struct probe_block *p, struct dc_blk_drain *res);
+
+#endif

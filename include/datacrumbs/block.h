@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Types shared by bpf/block.bpf.c and the agent: block requests aggregated
+ * per window by (device, operation, originating process, cgroup).
+ */
+#ifndef DATACRUMBS_BLOCK_H
+#define DATACRUMBS_BLOCK_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+#include "datacrumbs/syscall.h" /* histogram sizes */
+
+enum dc_blk_op {
+	DC_BLK_READ = 0,
+	DC_BLK_WRITE = 1,
+	DC_BLK_FLUSH = 2,
+	DC_BLK_DISCARD = 3,
+	DC_BLK_OTHER = 4,
+	DC_BLK_OP_MAX = 5,
+};
+
+/*
+ * tgid 0 means the request was not submitted by a user process: writeback,
+ * journal and other kernel threads. Its cgroup is still the page owner's
+ * when the kernel tracks it (cgroup writeback), so a job's deferred writes
+ * are attributed to the job's cgroup, if not to a process.
+ */
+struct dc_blk_key {
+	__u64 cgroup_id;
+	__u32 dev; /* kernel dev_t: major << 20 | minor */
+	__u32 tgid;
+	__u32 op; /* enum dc_blk_op */
+	__u32 pad;
+};
+
+/* Request count = sum of dlat_hist (every completed request lands there). */
+struct dc_blk_val {
+	__u64 bytes;
+	__u64 queue_ns;	 /* insert -> issue, summed */
+	__u64 device_ns; /* issue -> completion, summed */
+	__u32 qlat_hist[DC_LAT_SLOTS];
+	__u32 dlat_hist[DC_LAT_SLOTS];
+	__u32 size_hist[DC_SIZE_SLOTS];
+} __attribute__((aligned(8)));
+
+/* Where a request came from, remembered from its first bio's submission. */
+struct dc_blk_origin {
+	__u64 cgroup_id;
+	__u32 tgid;
+	__u32 pad;
+};
+
+/* A request in flight. */
+struct dc_blk_inflight {
+	__u64 insert_ns; /* 0: went straight to issue (no queueing seen) */
+	__u64 issue_ns;
+	struct dc_blk_origin origin;
+};
+
+enum dc_blk_counter {
+	DC_BLK_CNT_AGG_FULL = 0,  /* key did not fit: counted in blk_overflow */
+	DC_BLK_CNT_NO_ISSUE = 1,  /* completion without its issue (in flight at start) */
+	DC_BLK_CNT_RQ_FULL = 2,	  /* in-flight map full: request not timed */
+	DC_BLK_CNT_NO_ORIGIN = 3, /* issue without a known bio origin: attributed to the issuer */
+	DC_BLK_CNT_MAX = 4,
+};
+
+#endif
