@@ -52,6 +52,16 @@ static const struct dc_cfg_item items[] = {
      "and cgroup that submitted it"},
     {"probes.block.mechanism", CFG_STRING, F(block_mechanism), "auto", 0, 0, "auto|tp_btf|raw_tp",
      "how the block probes attach; auto takes tp_btf, else raw_tp"},
+    {"probes.pagecache.enable", CFG_BOOL, F(pagecache_enable), "true", 0, 0, NULL,
+     "count pages each process brings into the page cache, dirties and loses, so records "
+     "can split read bandwidth into memory and device"},
+    {"probes.pagecache.mechanism", CFG_STRING, F(pagecache_mechanism), "auto", 0, 0,
+     "auto|tp_btf|tracepoint",
+     "how the page-cache probes attach; auto takes tp_btf, else the "
+     "classic tracepoints"},
+    {"maps.pagecache_max_keys", CFG_INT, F(pagecache_max_keys), "4096", 16, 1 << 20, NULL,
+     "distinct (process, cgroup) page-cache keys per window; beyond, activity is counted in "
+     "the agent record's page_cache.unattributed"},
     {"maps.block_max_keys", CFG_INT, F(block_max_keys), "4096", 16, 1 << 20, NULL,
      "distinct (device, operation, process, cgroup) block keys per window; beyond, requests "
      "are counted per operation in the agent record's block.unattributed"},

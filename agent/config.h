@@ -26,6 +26,9 @@ struct dc_config {
 	bool block_enable;
 	char block_mechanism[16]; /* auto | tp_btf | raw_tp */
 	int64_t block_max_keys;
+	bool pagecache_enable;
+	char pagecache_mechanism[16]; /* auto | tp_btf | tracepoint */
+	int64_t pagecache_max_keys;
 	bool exclude_self;
 	char kafka_brokers[DC_STR_MAX]; /* "" = no Kafka */
 	char kafka_topic_features[256];

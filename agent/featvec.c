@@ -60,6 +60,23 @@ void featvec_sort(struct dc_agg_entry *e, size_t n)
 	qsort(e, n, sizeof(*e), entry_cmp);
 }
 
+bool featvec_has(const struct dc_agg_entry *e, size_t n, uint32_t tgid, uint64_t cgroup_id)
+{
+	struct dc_agg_entry key = {.tgid = tgid, .cgroup_id = cgroup_id};
+	size_t lo = 0, hi = n;
+
+	/* entries are sorted by (tgid, cgroup, op): find the first >= key */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (entry_cmp(&e[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && e[lo].tgid == tgid && e[lo].cgroup_id == cgroup_id;
+}
+
 size_t featvec_group_end(const struct dc_agg_entry *e, size_t n, size_t start)
 {
 	size_t i = start + 1;

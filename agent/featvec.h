@@ -2,6 +2,7 @@
 #ifndef DC_FEATVEC_H
 #define DC_FEATVEC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,8 @@ void agg_sum_delta(struct dc_agg_sum *d, const struct dc_agg_sum *cur,
 
 /* Sort by (tgid, cgroup, op) so that each record's ops are contiguous. */
 void featvec_sort(struct dc_agg_entry *e, size_t n);
+/* Is (tgid, cgroup) among the sorted entries? */
+bool featvec_has(const struct dc_agg_entry *e, size_t n, uint32_t tgid, uint64_t cgroup_id);
 /* End (exclusive) of the group of entries sharing e[start]'s (tgid, cgroup). */
 size_t featvec_group_end(const struct dc_agg_entry *e, size_t n, size_t start);
 

@@ -14,6 +14,7 @@
 #include "macro.h"
 #include "manager.h"
 #include "probe-block.h"
+#include "probe-pagecache.h"
 #include "probe-syscall.h"
 #include "record.h"
 #include "selfstat.h"
@@ -28,7 +29,11 @@ struct manager {
 	sd_event *event;
 	sd_event_source *timer;
 	struct probe_syscall *sys;
-	struct probe_block *blk; /* NULL when probes.block.enable is false */
+	struct probe_block *blk;    /* NULL when probes.block.enable is false */
+	struct probe_pagecache *pc; /* likewise */
+	uint64_t page_size;
+	struct dc_agg_entry *only; /* scratch: processes seen only by block or page cache */
+	size_t only_cap;
 	struct cgroup_cache *cgroups;
 	struct dc_sink *sinks[2]; /* file, kafka: each optional */
 	size_t n_sinks;
@@ -38,7 +43,7 @@ struct manager {
 	char boot_id[40];
 	struct dc_buf rec;
 	struct dc_selfstat self;
-	struct dc_probe_report probes[2];
+	struct dc_probe_report probes[3];
 	size_t n_probes;
 	bool stopping;
 };
@@ -71,11 +76,13 @@ struct manager *manager_free(struct manager *m)
 	sd_event_unref(m->event);
 	m->sys = probe_syscall_free(m->sys);
 	m->blk = probe_block_free(m->blk);
+	m->pc = probe_pagecache_free(m->pc);
 	m->cgroups = cgroup_cache_free(m->cgroups);
 	/* Kafka's final flush happens here, after the last window was handed over */
 	for (size_t i = 0; i < m->n_sinks; i++)
 		m->sinks[i] = sink_free(m->sinks[i]);
 	buf_free(&m->rec);
+	free(m->only);
 	free(m);
 	return NULL;
 }
@@ -121,12 +128,79 @@ static void report_sinks(struct dc_json *j, void *opaque)
 		sink_report(m->sinks[i], j);
 }
 
+/* One features record for (tgid, cgroup): its syscall ops (maybe none) and
+ * what the other layers saw of it. */
+static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uint32_t tgid,
+			 uint64_t cgroup_id, const struct dc_agg_entry *e, size_t n,
+			 const struct dc_blk_drain *bres, const struct dc_pc_drain *pres)
+{
+	char comm[DC_COMM_LEN + 1];
+	struct dc_proc_ident id = {.pid = tgid, .comm = comm, .cgroup_id = cgroup_id};
+	struct dc_layers lay = {.pc_on = m->pc != NULL, .page_size = m->page_size};
+	struct dc_blk_sum blk[DC_BLK_OP_MAX];
+	const struct dc_pc_entry *pce = m->pc ? pc_find(pres, tgid, cgroup_id) : NULL;
+
+	probe_syscall_comm(m->sys, tgid, comm, sizeof(comm));
+	id.cgroup = cgroup_cache_path(m->cgroups, cgroup_id);
+	if (m->blk) {
+		blk_sum_for(bres->entries, bres->n, tgid, cgroup_id, blk);
+		lay.blk = blk;
+	}
+	lay.pc = pce ? &pce->v : NULL;
+	buf_reset(&m->rec);
+	record_features(&m->rec, ctx, &id, e, n, &lay);
+	if (m->rec.err)
+		return -ENOMEM;
+	return manager_write(m, DC_REC_FEATURES, ctx->w);
+}
+
+static int proc_key_cmp(const void *a, const void *b)
+{
+	const struct dc_agg_entry *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return x->cgroup_id < y->cgroup_id ? -1 : x->cgroup_id > y->cgroup_id;
+}
+
+/* The (tgid, cgroup) pairs with block or page-cache activity but no syscall
+ * entry, sorted and unique, in m->only. Kernel threads (tgid 0) are left to
+ * the device and agent records. */
+static size_t layer_only_procs(struct manager *m, const struct dc_drain_result *res,
+			       const struct dc_blk_drain *bres, const struct dc_pc_drain *pres)
+{
+	size_t n = 0, want = bres->n + pres->n, u = 0;
+
+	if (want > m->only_cap) {
+		void *p = realloc(m->only, want * sizeof(*m->only));
+
+		if (!p)
+			return 0;
+		m->only = p;
+		m->only_cap = want;
+	}
+	for (size_t i = 0; i < want; i++) {
+		uint32_t t = i < bres->n ? bres->entries[i].tgid : pres->entries[i - bres->n].tgid;
+		uint64_t c =
+		    i < bres->n ? bres->entries[i].cgroup_id : pres->entries[i - bres->n].cgroup_id;
+
+		if (t && !featvec_has(res->entries, res->n, t, c))
+			m->only[n++] = (struct dc_agg_entry){.tgid = t, .cgroup_id = c};
+	}
+	qsort(m->only, n, sizeof(*m->only), proc_key_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!u || proc_key_cmp(&m->only[u - 1], &m->only[i]))
+			m->only[u++] = m->only[i];
+	return u;
+}
+
 /* Close the current window and publish everything it counted. */
 static int manager_close_window(struct manager *m)
 {
 	struct dc_drain_result res = {};
 	struct dc_blk_drain bres = {};
-	struct dc_blk_sum blk[DC_BLK_OP_MAX];
+	struct dc_pc_drain pres = {};
+	size_t n_only;
 	struct dc_agent_stats st = {};
 	struct dc_selfstat self = {};
 	struct dc_window w;
@@ -154,29 +228,35 @@ static int manager_close_window(struct manager *m)
 					  (unsigned long long)w.seq);
 	}
 
+	if (m->pc) {
+		r = probe_pagecache_flip_and_drain(m->pc, &pres);
+		if (r < 0)
+			log_warning_errno(r,
+					  "Window %llu: cannot drain the page-cache maps: %m; "
+					  "retrying next window",
+					  (unsigned long long)w.seq);
+	}
+
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	featvec_sort(res.entries, res.n);
 	for (size_t i = 0; i < res.n;) {
 		size_t end = featvec_group_end(res.entries, res.n, i);
-		char comm[DC_COMM_LEN + 1];
-		struct dc_proc_ident id = {
-		    .pid = res.entries[i].tgid,
-		    .comm = comm,
-		    .cgroup_id = res.entries[i].cgroup_id,
-		};
 
-		probe_syscall_comm(m->sys, id.pid, comm, sizeof(comm));
-		id.cgroup = cgroup_cache_path(m->cgroups, id.cgroup_id);
 		for (size_t k = i; k < end; k++)
 			events += res.entries[k].v.count;
-		if (m->blk)
-			blk_sum_for(bres.entries, bres.n, id.pid, id.cgroup_id, blk);
-		buf_reset(&m->rec);
-		record_features(&m->rec, &ctx, &id, res.entries + i, end - i, m->blk ? blk : NULL);
-		if (!m->rec.err && manager_write(m, DC_REC_FEATURES, &w) == 0)
+		if (emit_features(m, &ctx, res.entries[i].tgid, res.entries[i].cgroup_id,
+				  res.entries + i, end - i, &bres, &pres) == 0)
 			records++;
 		i = end;
 	}
+	/* processes seen only by the other layers in this window (a write whose
+	 * pages were dirtied before the window closed but whose call returned
+	 * after): their activity is published too, with no syscall ops */
+	n_only = layer_only_procs(m, &res, &bres, &pres);
+	for (size_t i = 0; i < n_only; i++)
+		if (emit_features(m, &ctx, m->only[i].tgid, m->only[i].cgroup_id, NULL, 0, &bres,
+				  &pres) == 0)
+			records++;
 	for (unsigned op = 0; op < DC_OP_MAX; op++)
 		events += res.overflow[op].v.count;
 
@@ -223,6 +303,18 @@ static int manager_close_window(struct manager *m)
 	memcpy(st.blk_counters, bres.counters, sizeof(st.blk_counters));
 	st.recursion_misses = res.recursion_misses;
 	st.blk_recursion_misses = bres.recursion_misses;
+	if (m->stopping && m->blk)
+		st.blk_inflight_at_stop = probe_block_inflight_at_stop(m->blk);
+	st.pagecache = m->pc != NULL;
+	memcpy(st.pc_counters, pres.counters, sizeof(st.pc_counters));
+	st.pc_recursion_misses = pres.recursion_misses;
+	st.pc_unattributed = pres.overflow;
+	for (size_t k = 0; k < pres.n; k++)
+		if (!pres.entries[k].tgid) {
+			st.pc_kernel.added_pages += pres.entries[k].v.added_pages;
+			st.pc_kernel.dirtied_pages += pres.entries[k].v.dirtied_pages;
+			st.pc_kernel.removed_pages += pres.entries[k].v.removed_pages;
+		}
 	st.cpu_share = window_seconds(&w) > 0
 			   ? (double)(st.cpu_user_us + st.cpu_sys_us) / 1e6 / window_seconds(&w)
 			   : 0;
@@ -356,8 +448,21 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	    .mechanism = probe_syscall_mechanism(m->sys),
 	    .detail = probe_syscall_detail(m->sys),
 	};
+	m->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+	if (cfg->pagecache_enable) {
+		r = probe_pagecache_new(cfg, &m->pc);
+		if (r < 0)
+			log_warning_errno(
+			    r, "Page-cache probes unavailable (%m): layer off, ignoring");
+		else
+			m->probes[m->n_probes++] = (struct dc_probe_report){
+			    .name = "pagecache",
+			    .mechanism = probe_pagecache_mechanism(m->pc),
+			    .detail = probe_pagecache_detail(m->pc),
+			};
+	}
 	if (cfg->block_enable) {
-		r = probe_block_new(cfg, probe_syscall_plain_updates(m->sys), &m->blk);
+		r = probe_block_new(cfg, &m->blk);
 		if (r < 0)
 			/* the other layers still run; the agent record lists no block probe */
 			log_warning_errno(

@@ -11,7 +11,7 @@
 
 struct probe_block;
 
-int probe_block_new(const struct dc_config *cfg, bool plain_updates, struct probe_block **ret);
+int probe_block_new(const struct dc_config *cfg, struct probe_block **ret);
 struct probe_block *probe_block_free(struct probe_block *p);
 const char *probe_block_mechanism(const struct probe_block *p);
 const char *probe_block_detail(const struct probe_block *p);
@@ -25,5 +25,7 @@ struct dc_blk_drain {
 };
 
 int probe_block_flip_and_drain(struct probe_block *p, struct dc_blk_drain *res);
+/* At stop: requests still issued and not completed (counted, then forgotten). */
+uint64_t probe_block_inflight_at_stop(struct probe_block *p);
 
 #endif

@@ -29,7 +29,7 @@ struct dc_drain_result {
 	size_t n;
 	struct dc_agg_entry overflow[DC_OP_MAX]; /* this window's unattributed calls, by op */
 	uint64_t counters[DC_CNT_MAX];		 /* this window's loss counters */
-	uint64_t recursion_misses; /* this window\'s, see progstats.h */
+	uint64_t recursion_misses;		 /* this window\'s, see progstats.h */
 	uint64_t flip_us, drain_us;
 	bool used_batch;
 };

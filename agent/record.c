@@ -149,10 +149,23 @@ void record_device(struct dc_buf *b, const struct dc_record_ctx *ctx, const char
 	buf_putc(b, '\n');
 }
 
+static void pc_fields(struct dc_json *j, const struct dc_pc_val *v, uint64_t page_size)
+{
+	json_key(j, "added_pages");
+	json_u64(j, v->added_pages);
+	json_key(j, "dirtied_pages");
+	json_u64(j, v->dirtied_pages);
+	json_key(j, "removed_pages");
+	json_u64(j, v->removed_pages);
+	json_key(j, "page_size");
+	json_u64(j, page_size);
+}
+
 void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 		     const struct dc_proc_ident *id, const struct dc_agg_entry *e, size_t n,
-		     const struct dc_blk_sum *blk)
+		     const struct dc_layers *lay)
 {
+	const struct dc_blk_sum *blk = lay ? lay->blk : NULL;
 	struct dc_features f;
 	struct dc_json j;
 
@@ -224,6 +237,26 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 			blk_fields(&j, &blk[op], false);
 			json_obj_end(&j);
 		}
+		json_obj_end(&j);
+	}
+
+	if (lay && lay->pc_on) {
+		static const struct dc_pc_val none;
+		const struct dc_pc_val *pc = lay->pc ? lay->pc : &none;
+		/* pages a write created are added and dirtied; the rest were read in */
+		uint64_t added =
+		    (pc->added_pages > pc->dirtied_pages ? pc->added_pages - pc->dirtied_pages
+							 : 0) *
+		    lay->page_size;
+
+		json_key(&j, "page_cache");
+		json_obj_begin(&j);
+		pc_fields(&j, pc, lay->page_size);
+		/* estimates: the bytes read that did not have to be brought in */
+		json_key(&j, "read_hit_bytes_est");
+		json_u64(&j, f.read_bytes > added ? f.read_bytes - added : 0);
+		json_key(&j, "read_miss_bytes_est");
+		json_u64(&j, f.read_bytes < added ? f.read_bytes : added);
 		json_obj_end(&j);
 	}
 
@@ -322,6 +355,7 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 		    [DC_BLK_CNT_NO_ISSUE] = "completion_without_issue",
 		    [DC_BLK_CNT_RQ_FULL] = "inflight_map_full",
 		    [DC_BLK_CNT_NO_ORIGIN] = "issue_without_bio",
+		    [DC_BLK_CNT_UNSEEN] = "completion_unseen",
 		};
 
 		json_key(&j, "block");
@@ -334,6 +368,8 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 		}
 		json_key(&j, "recursion_misses");
 		json_u64(&j, s->blk_recursion_misses);
+		json_key(&j, "inflight_at_stop");
+		json_u64(&j, s->blk_inflight_at_stop);
 		json_obj_end(&j);
 		json_key(&j, "unattributed");
 		json_obj_begin(&j);
@@ -348,6 +384,27 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 			json_u64(&j, s->blk_unattributed[op].v.bytes);
 			json_obj_end(&j);
 		}
+		json_obj_end(&j);
+		json_obj_end(&j);
+	}
+
+	if (s->pagecache) {
+		json_key(&j, "page_cache");
+		json_obj_begin(&j);
+		json_key(&j, "drops");
+		json_obj_begin(&j);
+		json_key(&j, "agg_map_full");
+		json_u64(&j, s->pc_counters[DC_PC_CNT_AGG_FULL]);
+		json_key(&j, "recursion_misses");
+		json_u64(&j, s->pc_recursion_misses);
+		json_obj_end(&j);
+		json_key(&j, "kernel");
+		json_obj_begin(&j);
+		pc_fields(&j, &s->pc_kernel, 0);
+		json_obj_end(&j);
+		json_key(&j, "unattributed");
+		json_obj_begin(&j);
+		pc_fields(&j, &s->pc_unattributed, 0);
 		json_obj_end(&j);
 		json_obj_end(&j);
 	}

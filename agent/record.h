@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "datacrumbs/pagecache.h"
 #include "datacrumbs/syscall.h"
 #include "blkvec.h"
 #include "featvec.h"
@@ -37,11 +38,19 @@ struct dc_proc_ident {
 	const char *cgroup; /* path below the cgroup2 root, "" if unresolved */
 };
 
-/* One feature-vector record (one JSON line, newline included). blk: the
- * process's block requests per op (NULL when the block layer is off). */
+/* What the other layers saw of one process in the window; NULL members
+ * for layers that are off. */
+struct dc_layers {
+	const struct dc_blk_sum *blk; /* [DC_BLK_OP_MAX] */
+	const struct dc_pc_val *pc;   /* page cache, NULL also when no activity */
+	bool pc_on;
+	uint64_t page_size;
+};
+
+/* One feature-vector record (one JSON line, newline included). */
 void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 		     const struct dc_proc_ident *id, const struct dc_agg_entry *e, size_t n,
-		     const struct dc_blk_sum *blk);
+		     const struct dc_layers *lay);
 
 /* One device record: e[0..n) are the window's entries of one device, sorted
  * by op (blk_sort_by_dev). */
@@ -74,6 +83,12 @@ struct dc_agent_stats {
 	bool block; /* block layer on */
 	uint64_t blk_counters[DC_BLK_CNT_MAX];
 	uint64_t blk_recursion_misses;
+	uint64_t blk_inflight_at_stop; /* final window only: issued, not completed */
+	bool pagecache;
+	uint64_t pc_counters[DC_PC_CNT_MAX];
+	uint64_t pc_recursion_misses;
+	struct dc_pc_val pc_kernel;	  /* kernel threads' activity (eviction, writeback) */
+	struct dc_pc_val pc_unattributed; /* activity whose key did not fit */
 	const struct dc_blk_entry *blk_unattributed; /* [DC_BLK_OP_MAX] */
 	/* writes the members of the "sinks" object: each sink reports itself */
 	void (*sinks)(struct dc_json *j, void *opaque);

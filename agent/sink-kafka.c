@@ -675,6 +675,8 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 	snprintf(k->run, sizeof(k->run), "%s", p->run);
 	snprintf(k->topic_name[DC_REC_FEATURES], sizeof(k->topic_name[0]), "%s", p->topic_features);
 	snprintf(k->topic_name[DC_REC_AGENT], sizeof(k->topic_name[0]), "%s", p->topic_agent);
+	/* device records are node-level feature vectors: same topic, told apart by "type" */
+	snprintf(k->topic_name[DC_REC_DEVICE], sizeof(k->topic_name[0]), "%s", p->topic_features);
 
 	conf = rd_kafka_conf_new();
 	snprintf(client_id, sizeof(client_id), "datacrumbs-%s", p->host);

@@ -104,6 +104,24 @@ struct request {
 	struct bio *bio;
 };
 
+/* page cache: large-folio fields exist only on some kernels (checked with
+ * bpf_core_field_exists before use) */
+struct folio {
+	unsigned long flags;
+	unsigned long _flags_1;
+	unsigned int _nr_pages;
+};
+enum pageflags {
+	PG_head = 6, /* relocated by name: the value here is only a default */
+};
+struct trace_event_raw_mm_filemap_op_page_cache {
+	unsigned long pfn;
+	unsigned long i_ino;
+	unsigned long index;
+	unsigned int s_dev;
+	unsigned char order;
+};
+
 #pragma clang attribute pop
 
 /* Direct read, for BTF-typed (tp_btf) pointers; raw_tp uses BPF_CORE_READ. */

@@ -64,7 +64,10 @@ enum dc_blk_counter {
 	DC_BLK_CNT_NO_ISSUE = 1,  /* completion without its issue (in flight at start) */
 	DC_BLK_CNT_RQ_FULL = 2,	  /* in-flight map full: request not timed */
 	DC_BLK_CNT_NO_ORIGIN = 3, /* issue without a known bio origin: attributed to the issuer */
-	DC_BLK_CNT_MAX = 4,
+	/* a request issued whose completion the kernel never reported (its
+	 * struct was reused, or the agent swept it after 30 s): not counted */
+	DC_BLK_CNT_UNSEEN = 4,
+	DC_BLK_CNT_MAX = 5,
 };
 
 #endif

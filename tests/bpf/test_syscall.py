@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from agentlib import (Agent, Checks, check_schema, expected_ops, require_root,  # noqa: E402
@@ -180,16 +181,22 @@ def scenario_block(agent_bin, wl_bin, mechanism="auto"):
             for k, v in r["block"]["drops"].items():
                 drops[k] = drops.get(k, 0) + v
     print("block drops over the run: %s" % drops)
-    # the kernel skips a program that would nest on one CPU (a completion in
-    # softirq while the same program runs in task context): rare, counted,
-    # and the only shortfall allowed
-    missed = drops["recursion_misses"]
+    drops.setdefault("inflight_at_stop", 0)
+    # Kernel-side gaps, counted by the agent, are the only shortfall allowed:
+    # a program the kernel skipped (recursion), a completion it never
+    # reported (seen on loop devices, about 1 in 20,000 requests: bpftrace
+    # sees the same gap), or a request still in flight at stop.
+    unseen = drops["completion_unseen"] + drops["recursion_misses"] + drops["inflight_at_stop"]
+    counted = sum(tot.get(op, [0])[0] for op in ("write", "read"))
+    # the counters are node-wide (other devices may add to them), so the
+    # shortfall must be covered by them, not equal to them
+    c.check(counted <= 2 * n <= counted + unseen and counted >= 2 * n - 3,
+            "requests counted %d, kernel-side gaps counted %d, issued %d"
+            % (counted, unseen, 2 * n))
     for op in ("write", "read"):
         got = tot.get(op, [0, 0, 0])
-        ok = got[0] == n and got[1] == n * size or (n - missed <= got[0] < n and
-                                                    got[1] == got[0] * size)
-        c.check(ok and got[2] == 0, "%ss: %d requests, %d bytes, none from the kernel (want %d, %d; "
-                "%d skipped by the kernel and counted)" % (op, got[0], got[1], n, n * size, missed))
+        c.check(got[1] == got[0] * size and got[2] == 0,
+                "%ss: %d requests of %d bytes each, none from the kernel" % (op, got[0], size))
     mine = {}
     for r in recs:
         if r["type"] == "features" and r["pid"] == pid:
@@ -206,6 +213,67 @@ def scenario_block(agent_bin, wl_bin, mechanism="auto"):
     c.done()
 
 
+def scenario_pagecache(agent_bin, wl_bin, mechanism="auto"):
+    """Cold read, warm read, new-file write: misses, hits and dirtied pages per process."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-pc-", dir="/var/tmp")  # a disk file system, not tmpfs
+    size, wsize = 8 << 20, 4 << 20
+    src = os.path.join(tmp, "cold.bin")
+    with open(src, "wb") as f:
+        f.write(os.urandom(size))
+    os.sync()
+    a = Agent(agent_bin, 'interval = 0.25;\nprobes = { pagecache = { mechanism = "%s"; }; };\n'
+              % mechanism)
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        for phase in range(2):
+            with open(src, "rb", buffering=0) as f:
+                while f.read(1 << 20):
+                    pass
+            os.write(w, b"x")  # the parent closes a window between phases
+            time.sleep(0.6)
+        with open(os.path.join(tmp, "new.bin"), "wb", buffering=0) as f:
+            f.write(b"y" * wsize)
+        os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    c.eq(a.stop(), 0, "agent exits 0")
+    recs = a.records()
+    check_schema(c, recs)
+    mine = [r for r in recs if r["type"] == "features" and r["pid"] == pid]
+    reads = [r for r in mine if r["totals"]["read_bytes"] == size]
+    c.eq(len(reads), 2, "two windows with one full read each")
+    if len(reads) == 2:
+        cold, warm = reads[0]["page_cache"], reads[1]["page_cache"]
+        pages = size // cold["page_size"]
+        c.check(pages <= cold["added_pages"] <= pages + 128,
+                "cold read brings the file in: %d pages added for %d (metadata slack 128)"
+                % (cold["added_pages"], pages))
+        c.eq(cold["read_miss_bytes_est"], size, "cold read: all of it estimated from the device")
+        c.eq(warm["added_pages"], 0, "warm read adds nothing")
+        c.eq(warm["read_hit_bytes_est"], size, "warm read: all of it from memory")
+    dirtied = sum(r["page_cache"]["dirtied_pages"] for r in mine) * 4096
+    if mechanism == "tracepoint":
+        # that tracepoint carries no folio size: one page per folio, fewer
+        # than the truth where the file system uses large folios (documented)
+        c.check(0 < dirtied <= wsize + (64 << 10),
+                "dirtying seen, counted per folio: %d bytes for %d written" % (dirtied, wsize))
+    else:
+        c.check(wsize <= dirtied <= wsize + (64 << 10),
+                "the new file's pages are dirtied once each: %d bytes for %d written "
+                "(file-system metadata slack 64 KiB)" % (dirtied, wsize))
+    agents = [r for r in recs if r["type"] == "agent"]
+    mech = {p["mechanism"] for r in agents for p in r["probes"] if p["name"] == "pagecache"}
+    c.check(len(mech) == 1 and (mechanism == "auto" or mech == {mechanism}),
+            "page-cache mechanism reported (%s)" % mech)
+    subprocess.run(["rm", "-rf", tmp])
+    c.done()
+
+
 def main():
     scenario, agent_bin, wl_bin = sys.argv[1:4]
     require_root()
@@ -215,6 +283,9 @@ def main():
         return scenario_exact(agent_bin, wl_bin, maps='maps = { updates = "atomic"; };\n')
     if scenario == "thread-hash":
         return scenario_exact(agent_bin, wl_bin, syscall='entry_stash = "hash";')
+    if scenario.startswith("pagecache"):
+        return scenario_pagecache(agent_bin, wl_bin,
+                                  scenario[10:] if scenario != "pagecache" else "auto")
     if scenario.startswith("block"):
         return scenario_block(agent_bin, wl_bin, scenario[6:] if scenario != "block" else "auto")
     if scenario == "shared":

@@ -125,8 +125,8 @@ def scenario_deliver(agent_bin, wl_bin, mock_bin):
                  and m["hdr"]["type"] == m["rec"]["type"] and m["hdr"]["schema"] == "1" and
                  m["hdr"]["content-encoding"] == "json" for m in feats + agents)
     c.check(ok_hdr, "key = host; headers host, run, window, schema, type, content-encoding match")
-    c.check(all(m["topic"] == "datacrumbs.features" and m["rec"]["type"] == "features" for m in feats),
-            "features on datacrumbs.features")
+    c.check(all(m["topic"] == "datacrumbs.features" and m["rec"]["type"] in ("features", "device")
+                for m in feats), "feature vectors (process and device) on datacrumbs.features")
     c.check(any(m["rec"]["pid"] == pid for m in feats), "the workload's records are there")
     last = agents[-1]["rec"]["sinks"]["kafka"]
     c.check(last["delivered"] > 0 and last["delivery_errors"] == 0,

@@ -81,6 +81,24 @@ int main(void)
 	CHECK_U64(s.count, 2 * (3ULL + 0xFFFFFFFFu), "count is the sum of the latency slots");
 	agg_sum_delta(&d, &s, &s);
 	CHECK_U64(d.count, 0, "delta of equal snapshots");
+	/* an agent record with every layer on: every counter has a name */
+	{
+		struct dc_agent_stats st = {
+		    .version = "t", .map_layout = "percpu", .block = true, .pagecache = true};
+		struct dc_blk_entry un[DC_BLK_OP_MAX] = {};
+		struct dc_agg_entry ov[2] = {};
+
+		st.blk_unattributed = un;
+		st.unattributed = ov;
+		st.n_unattributed = 2;
+		buf_reset(&b);
+		record_agent(&b, &ctx, &st);
+		buf_putc(&b, 0);
+		CHECK(strstr(b.data, "\"completion_unseen\":0") &&
+			  strstr(b.data, "\"inflight_at_stop\":0") &&
+			  strstr(b.data, "\"agg_map_full\":0") && strstr(b.data, "\"page_cache\""),
+		      "agent record names every drop counter of every layer");
+	}
 	buf_free(&b);
 	return tap_done();
 }

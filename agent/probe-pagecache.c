@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "pagecache.skel.h"
+#include "probe-pagecache.h"
+#include "progstats.h"
+#include "winmap.h"
+
+enum mech { MECH_TP_BTF, MECH_TRACEPOINT, MECH_MAX };
+static const char *const mech_names[MECH_MAX] = {"tp_btf", "tracepoint"};
+
+struct probe_pagecache {
+	struct pagecache_bpf *skel;
+	enum mech mech;
+	int ncpus;
+	struct winmap agg;
+	char detail[256];
+	struct dc_pc_entry *entries;
+	size_t n, cap;
+	struct dc_pc_val overflow_prev;
+	uint64_t counters_prev[DC_PC_CNT_MAX];
+	uint64_t misses_prev;
+};
+
+struct probe_pagecache *probe_pagecache_free(struct probe_pagecache *p)
+{
+	if (!p)
+		return NULL;
+	pagecache_bpf__destroy(p->skel);
+	winmap_close(&p->agg);
+	free(p->entries);
+	free(p);
+	return NULL;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_pagecache *, probe_pagecache_free);
+
+static int try_mechanism(struct probe_pagecache *p, const struct dc_config *cfg, enum mech m,
+			 bool percpu, bool plain_updates)
+{
+	struct pagecache_bpf *skel = pagecache_bpf__open();
+	struct bpf_program *progs[MECH_MAX][3];
+	int r;
+
+	if (!skel)
+		return -errno;
+	p->skel = skel;
+	skel->rodata->plain_updates = plain_updates;
+	skel->rodata->agent_tgid = (__u32)getpid();
+	progs[MECH_TP_BTF][0] = skel->progs.dc_pc_add_btf;
+	progs[MECH_TP_BTF][1] = skel->progs.dc_pc_del_btf;
+	progs[MECH_TP_BTF][2] = skel->progs.dc_pc_dirty_btf;
+	progs[MECH_TRACEPOINT][0] = skel->progs.dc_pc_add_tp;
+	progs[MECH_TRACEPOINT][1] = skel->progs.dc_pc_del_tp;
+	progs[MECH_TRACEPOINT][2] = skel->progs.dc_pc_dirty_tp;
+	for (int i = 0; i < MECH_MAX; i++)
+		for (int j = 0; j < 3; j++)
+			bpf_program__set_autoload(progs[i][j], i == (int)m);
+	r = winmap_prepare(&p->agg, skel->maps.agg_gen, "dc_pc", sizeof(struct dc_pc_key),
+			   sizeof(struct dc_pc_val), (unsigned)cfg->pagecache_max_keys, percpu,
+			   p->ncpus);
+	if (!r)
+		r = pagecache_bpf__load(skel);
+	if (!r)
+		r = winmap_install(&p->agg);
+	if (!r)
+		r = pagecache_bpf__attach(skel);
+	return r;
+}
+
+int probe_pagecache_new(const struct dc_config *cfg, struct probe_pagecache **ret)
+{
+	/* atomic adds always: page-cache tracepoints are not confined to task
+	 * context (see probe-block.c for what interleaving runs do to plain adds) */
+	const bool plain_updates = false;
+	_cleanup_(probe_pagecache_freep) struct probe_pagecache *p = calloc(1, sizeof(*p));
+	bool percpu = strcmp(cfg->map_layout, "shared") != 0;
+	enum mech first = MECH_TP_BTF, last = MECH_TRACEPOINT;
+	size_t off = 0;
+	int r = -ENOENT;
+
+	if (!p)
+		return -ENOMEM;
+	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
+	p->ncpus = libbpf_num_possible_cpus();
+	for (int i = 0; i < MECH_MAX; i++)
+		if (!strcmp(cfg->pagecache_mechanism, mech_names[i]))
+			first = last = (enum mech)i;
+	for (enum mech m = first; m <= last; m++) {
+		r = try_mechanism(p, cfg, m, percpu, percpu && plain_updates);
+		if (!r) {
+			p->mech = m;
+			snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s updates; %s",
+				 off ? "; " : "", percpu && plain_updates ? "plain" : "atomic",
+				 m == MECH_TP_BTF ? "large folios counted by their pages"
+						  : "large folios by the tracepoint's order, "
+						    "dirtying one page per event");
+			log_info("page-cache probes attached with %s", mech_names[m]);
+			*ret = TAKE_PTR(p);
+			return 0;
+		}
+		log_notice("page-cache probes: %s refused by this kernel (%s)%s", mech_names[m],
+			   strerror(-r), m < last ? ", trying the next mechanism" : "");
+		off +=
+		    (size_t)snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s refused: %s",
+				     off ? "; " : "", mech_names[m], strerror(-r));
+		if (off >= sizeof(p->detail))
+			off = sizeof(p->detail) - 1;
+		pagecache_bpf__destroy(p->skel);
+		p->skel = NULL;
+		winmap_close(&p->agg);
+	}
+	return r;
+}
+
+const char *probe_pagecache_mechanism(const struct probe_pagecache *p)
+{
+	return mech_names[p->mech];
+}
+
+const char *probe_pagecache_detail(const struct probe_pagecache *p)
+{
+	return p->detail;
+}
+
+static void val_add(struct dc_pc_val *s, const struct dc_pc_val *v)
+{
+	s->added_pages += v->added_pages;
+	s->dirtied_pages += v->dirtied_pages;
+	s->removed_pages += v->removed_pages;
+	s->events += v->events;
+}
+
+static int collect(const void *key, const void *values, int ncpus, void *ctx)
+{
+	struct probe_pagecache *p = ctx;
+	const struct dc_pc_key *k = key;
+	struct dc_pc_entry *e;
+
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		void *n = realloc(p->entries, cap * sizeof(*p->entries));
+
+		if (!n)
+			return -ENOMEM;
+		p->entries = n;
+		p->cap = cap;
+	}
+	e = &p->entries[p->n++];
+	memset(e, 0, sizeof(*e));
+	e->cgroup_id = k->cgroup_id;
+	e->tgid = k->tgid;
+	for (int c = 0; c < ncpus; c++)
+		val_add(&e->v, (const struct dc_pc_val *)values + c);
+	return 0;
+}
+
+int probe_pagecache_flip_and_drain(struct probe_pagecache *p, struct dc_pc_drain *res)
+{
+	_cleanup_free_ struct dc_pc_val *vals = calloc((size_t)p->ncpus, sizeof(*vals));
+	_cleanup_free_ __u64 *cnt = calloc((size_t)p->ncpus, sizeof(__u64));
+	struct dc_pc_val cur = {};
+	unsigned long long flip_us;
+	__u32 zero = 0;
+	uint64_t m;
+	bool batch;
+	int r;
+
+	if (!vals || !cnt)
+		return -ENOMEM;
+	p->n = 0;
+	r = winmap_flip_and_drain(&p->agg, collect, p, &batch, &flip_us);
+	if (r < 0)
+		return r;
+	res->entries = p->entries;
+	res->n = p->n;
+	if (!bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.pc_overflow), &zero, vals))
+		for (int c = 0; c < p->ncpus; c++)
+			val_add(&cur, &vals[c]);
+	res->overflow = (struct dc_pc_val){
+	    .added_pages = cur.added_pages - p->overflow_prev.added_pages,
+	    .dirtied_pages = cur.dirtied_pages - p->overflow_prev.dirtied_pages,
+	    .removed_pages = cur.removed_pages - p->overflow_prev.removed_pages,
+	    .events = cur.events - p->overflow_prev.events,
+	};
+	p->overflow_prev = cur;
+	for (__u32 i = 0; i < DC_PC_CNT_MAX; i++) {
+		uint64_t sum = 0;
+
+		if (!bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.pc_counters), &i, cnt))
+			for (int c = 0; c < p->ncpus; c++)
+				sum += cnt[c];
+		res->counters[i] = sum - p->counters_prev[i];
+		p->counters_prev[i] = sum;
+	}
+	m = progs_recursion_misses(p->skel->obj);
+	res->recursion_misses = m - p->misses_prev;
+	p->misses_prev = m;
+	return 0;
+}
+
+const struct dc_pc_entry *pc_find(const struct dc_pc_drain *d, uint32_t tgid, uint64_t cgroup_id)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (d->entries[i].tgid == tgid && d->entries[i].cgroup_id == cgroup_id)
+			return &d->entries[i];
+	return NULL;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef DC_PROBE_PAGECACHE_H
+#define DC_PROBE_PAGECACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "datacrumbs/pagecache.h"
+
+struct dc_pc_entry {
+	uint64_t cgroup_id;
+	uint32_t tgid;
+	struct dc_pc_val v;
+};
+
+struct probe_pagecache;
+
+int probe_pagecache_new(const struct dc_config *cfg, struct probe_pagecache **ret);
+struct probe_pagecache *probe_pagecache_free(struct probe_pagecache *p);
+const char *probe_pagecache_mechanism(const struct probe_pagecache *p);
+const char *probe_pagecache_detail(const struct probe_pagecache *p);
+
+struct dc_pc_drain {
+	struct dc_pc_entry *entries; /* owned by the probe, valid until the next drain */
+	size_t n;
+	struct dc_pc_val overflow; /* this window's unattributed activity */
+	uint64_t counters[DC_PC_CNT_MAX];
+	uint64_t recursion_misses;
+};
+
+int probe_pagecache_flip_and_drain(struct probe_pagecache *p, struct dc_pc_drain *res);
+/* The entry of (tgid, cgroup) in a drain, or NULL. */
+const struct dc_pc_entry *pc_find(const struct dc_pc_drain *d, uint32_t tgid, uint64_t cgroup_id);
+
+#endif

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Page cache: pages added (a read that missed, or readahead), pages first
+ * dirtied (buffered writes) and pages removed, per process and cgroup per
+ * window, so that a process's read bandwidth can be split into what came
+ * from memory and what had to come from the device.
+ *
+ * A hit leaves no tracepoint (folio_mark_accessed is a plain function, for
+ * fentry/kprobe kernels later); the agent estimates hits per process as
+ * bytes read minus bytes added (docs/records.md).
+ *
+ * Mechanisms: tp_btf (folio pointers: large folios counted by their pages),
+ * else the classic tracepoints (their "order" field where the kernel has it,
+ * else one page per event).
+ */
+#include "dc_vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "datacrumbs/pagecache.h"
+#include "common.bpf.h"
+
+const volatile bool plain_updates = false;
+const volatile __u32 agent_tgid = 0;
+
+enum { ADDED, DIRTIED, REMOVED };
+
+struct agg_inner {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__uint(key_size, sizeof(struct dc_pc_key));
+	__uint(value_size, sizeof(struct dc_pc_val));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct agg_inner);
+} agg_gen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dc_pc_val);
+} pc_overflow SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DC_PC_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} pc_counters SEC(".maps");
+
+static const struct dc_pc_val zero_val;
+
+static __always_inline void account(int what, __u64 pages)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct dc_pc_key k = {};
+	struct dc_pc_val *v;
+	__u32 zero = 0;
+	void *inner;
+
+	k.tgid = BPF_CORE_READ(task, mm) ? BPF_CORE_READ(task, tgid) : 0;
+	if (k.tgid && k.tgid == agent_tgid)
+		return;
+	k.cgroup_id = k.tgid ? bpf_get_current_cgroup_id() : 0;
+	inner = bpf_map_lookup_elem(&agg_gen, &zero);
+	if (!inner)
+		return;
+	v = bpf_map_lookup_elem(inner, &k);
+	if (!v) {
+		bpf_map_update_elem(inner, &k, &zero_val, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(inner, &k);
+		if (!v) {
+			__u64 *c = bpf_map_lookup_elem(&pc_counters, &zero);
+
+			if (c)
+				dc_add(c, 1);
+			v = bpf_map_lookup_elem(&pc_overflow, &zero);
+			if (!v)
+				return;
+		}
+	}
+	dc_add(&v->events, 1);
+	if (what == ADDED)
+		dc_add(&v->added_pages, pages);
+	else if (what == DIRTIED)
+		dc_add(&v->dirtied_pages, pages);
+	else
+		dc_add(&v->removed_pages, pages);
+}
+
+/* Pages in a folio: 1 unless it is a large folio (PG_head), whose size is
+ * _nr_pages (6.x) or 1 << the order kept in _flags_1 (earlier large-folio
+ * kernels). Enum value and fields are relocated against the running kernel. */
+/* 6.17 wrapped the page flags in a struct (memdesc_flags_t); both layouts
+ * are relocated, the one this kernel lacks is dead code the verifier skips */
+struct folio___memdesc {
+	struct {
+		unsigned long f;
+	} flags;
+} __attribute__((preserve_access_index));
+
+static __always_inline unsigned long folio_flags(struct folio *folio)
+{
+	struct folio___memdesc *md = (void *)folio;
+
+	if (bpf_core_field_exists(md->flags.f))
+		return BPF_CORE_READ(md, flags.f);
+	return BPF_CORE_READ(folio, flags);
+}
+
+static __always_inline __u64 folio_pages(struct folio *folio)
+{
+	unsigned long flags = folio_flags(folio);
+	int head;
+
+	if (!bpf_core_enum_value_exists(enum pageflags, PG_head))
+		return 1;
+	head = bpf_core_enum_value(enum pageflags, PG_head);
+	if (!(flags & (1UL << (head & 63))))
+		return 1;
+	if (bpf_core_field_exists(folio->_nr_pages))
+		return BPF_CORE_READ(folio, _nr_pages);
+	if (bpf_core_field_exists(folio->_flags_1))
+		return 1UL << (BPF_CORE_READ(folio, _flags_1) & 0x3f);
+	return 1;
+}
+
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(dc_pc_add_btf, struct folio *folio)
+{
+	account(ADDED, folio_pages(folio));
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_delete_from_page_cache")
+int BPF_PROG(dc_pc_del_btf, struct folio *folio)
+{
+	account(REMOVED, folio_pages(folio));
+	return 0;
+}
+
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(dc_pc_dirty_btf, struct folio *folio)
+{
+	account(DIRTIED, folio_pages(folio));
+	return 0;
+}
+
+static __always_inline __u64 tp_order_pages(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
+{
+	if (bpf_core_field_exists(ctx->order))
+		return 1UL << (BPF_CORE_READ(ctx, order) & 0x3f);
+	return 1;
+}
+
+SEC("tracepoint/filemap/mm_filemap_add_to_page_cache")
+int dc_pc_add_tp(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
+{
+	account(ADDED, tp_order_pages(ctx));
+	return 0;
+}
+
+SEC("tracepoint/filemap/mm_filemap_delete_from_page_cache")
+int dc_pc_del_tp(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
+{
+	account(REMOVED, tp_order_pages(ctx));
+	return 0;
+}
+
+/* no size in this tracepoint's record: one page per event (exact where
+ * writes dirty order-0 folios) */
+SEC("tracepoint/writeback/writeback_dirty_folio")
+int dc_pc_dirty_tp(void *ctx)
+{
+	account(DIRTIED, 1);
+	return 0;
+}
+
+DC_SEC_LICENSE;
