@@ -62,6 +62,10 @@ static const struct dc_cfg_item items[] = {
     {"maps.pagecache_max_keys", CFG_INT, F(pagecache_max_keys), "4096", 16, 1 << 20, NULL,
      "distinct (process, cgroup) page-cache keys per window; beyond, activity is counted in "
      "the agent record's page_cache.unattributed"},
+    {"maps.library_max_keys", CFG_INT, F(library_max_keys), "4096", 16, 1 << 20, NULL,
+     "distinct (process, cgroup, library function) keys per window"},
+    {"maps.library_max_functions", CFG_INT, F(library_max_functions), "512", 1, 65536, NULL,
+     "library functions the patterns may select in all; more is an error at start"},
     {"maps.block_max_keys", CFG_INT, F(block_max_keys), "4096", 16, 1 << 20, NULL,
      "distinct (device, operation, process, cgroup) block keys per window; beyond, requests "
      "are counted per operation in the agent record's block.unattributed"},
@@ -287,6 +291,101 @@ static void setting_path(config_setting_t *s, char *out, size_t len)
 		off += (size_t)snprintf(out + off, len - off, "%s%s", off ? "." : "", names[depth]);
 }
 
+/* probes.libraries = ( { path = "..."; category = "..."; functions = [...];
+ *                        bytes = [...]; }, ... ); the one setting that is a
+ * list of groups, checked here key by key as strictly as the table. */
+static int strlist_join(config_setting_t *l, char *out, size_t size, const char *what, char *err,
+			size_t errlen)
+{
+	size_t off = 0;
+
+	out[0] = 0;
+	if (config_setting_type(l) != CONFIG_TYPE_ARRAY &&
+	    config_setting_type(l) != CONFIG_TYPE_LIST)
+		return fail(err, errlen, "%s: expected a list of strings", what);
+	for (int i = 0; i < config_setting_length(l); i++) {
+		const char *v = config_setting_get_string(config_setting_get_elem(l, i));
+		size_t n;
+
+		if (!v || !*v || strchr(v, '\n'))
+			return fail(err, errlen, "%s: element %d is not a non-empty string", what,
+				    i + 1);
+		n = strlen(v);
+		if (off + n + 2 > size)
+			return fail(err, errlen, "%s: too long", what);
+		memcpy(out + off, v, n);
+		off += n;
+		out[off++] = '\n';
+		out[off] = 0;
+	}
+	return 0;
+}
+
+static int apply_libraries(struct dc_config *c, config_setting_t *s, const char *file, char *err,
+			   size_t errlen)
+{
+	char msg[512];
+
+	if (config_setting_type(s) != CONFIG_TYPE_LIST)
+		return fail(err, errlen,
+			    "%s:%d: probes.libraries: expected a list of groups ( {...}, ... )",
+			    file, (int)config_setting_source_line(s));
+	c->n_libs = 0;
+	for (int i = 0; i < config_setting_length(s); i++) {
+		config_setting_t *g = config_setting_get_elem(s, i), *e;
+		int line = (int)config_setting_source_line(g);
+		struct dc_lib_cfg *l;
+		const char *v;
+
+		if (config_setting_type(g) != CONFIG_TYPE_GROUP)
+			return fail(err, errlen,
+				    "%s:%d: probes.libraries[%d]: expected a group {...}", file,
+				    line, i);
+		if (c->n_libs == DC_MAX_LIBS)
+			return fail(err, errlen, "%s:%d: probes.libraries: at most %d libraries",
+				    file, line, DC_MAX_LIBS);
+		l = &c->libs[c->n_libs++];
+		memset(l, 0, sizeof(*l));
+		for (int k = 0; k < config_setting_length(g); k++) {
+			e = config_setting_get_elem(g, k);
+			const char *name = config_setting_name(e);
+			int r = 0;
+
+			line = (int)config_setting_source_line(e);
+			if (!strcmp(name, "path") || !strcmp(name, "category")) {
+				v = config_setting_get_string(e);
+				if (!v || !*v)
+					r = fail(msg, sizeof(msg),
+						 "%s: expected a non-empty string", name);
+				else if (strlen(v) >= (!strcmp(name, "path") ? sizeof(l->path)
+									     : sizeof(l->category)))
+					r = fail(msg, sizeof(msg), "%s: too long", name);
+				else
+					strcpy(!strcmp(name, "path") ? l->path : l->category, v);
+			} else if (!strcmp(name, "functions")) {
+				r = strlist_join(e, l->functions, sizeof(l->functions), name, msg,
+						 sizeof(msg));
+			} else if (!strcmp(name, "bytes")) {
+				r = strlist_join(e, l->bytes, sizeof(l->bytes), name, msg,
+						 sizeof(msg));
+			} else {
+				r = fail(msg, sizeof(msg),
+					 "unknown setting '%s' (path, category, functions, bytes)",
+					 name);
+			}
+			if (r)
+				return fail(err, errlen, "%s:%d: probes.libraries[%d]: %s", file,
+					    line, i, msg);
+		}
+		if (!l->path[0] || !l->category[0] || !l->functions[0])
+			return fail(err, errlen,
+				    "%s:%d: probes.libraries[%d]: path, category and functions are "
+				    "required",
+				    file, (int)config_setting_source_line(g), i);
+	}
+	return 0;
+}
+
 static int apply_setting(struct dc_config *c, config_setting_t *s, const char *file, char *err,
 			 size_t errlen)
 {
@@ -295,6 +394,8 @@ static int apply_setting(struct dc_config *c, config_setting_t *s, const char *f
 	int line = (int)config_setting_source_line(s), type = config_setting_type(s), r;
 
 	setting_path(s, path, sizeof(path));
+	if (!strcmp(path, "probes.libraries"))
+		return apply_libraries(c, s, file, err, errlen);
 	it = item_find(path);
 	if (type == CONFIG_TYPE_GROUP && !(it && it->type == CFG_STRLIST)) {
 		if (!is_group(path))
@@ -392,6 +493,17 @@ int config_load_string(struct dc_config *c, const char *text, char *err, size_t 
 
 void config_print_help(FILE *f)
 {
+	static const char libs_help[] =
+	    "probes.libraries (list of groups, default ( ))\n"
+	    "    libraries to probe with uprobes: ( { path = \"/lib/x86_64-linux-gnu/libc.so.6\"; "
+	    "category = \"libc\"; functions = [\"pwrite*\", \"fwrite\"]; bytes = [\"pwrite\"]; } "
+	    ");\n"
+	    "    functions are fnmatch patterns over the library's symbols; bytes names those "
+	    "whose\n"
+	    "    return value is a byte count (negative: an error). Uprobes cost about a "
+	    "microsecond\n"
+	    "    per call, so none are attached unless listed here.\n";
+
 	fprintf(f, "Settings of %s (libconfig syntax; dotted names are groups):\n\n",
 		DC_CONFIG_DEFAULT_PATH);
 	for (size_t i = 0; i < ELEMENTSOF(items); i++) {
@@ -415,4 +527,5 @@ void config_print_help(FILE *f)
 			fprintf(f, ", one of %s", it->choices);
 		fprintf(f, ")\n    %s\n", it->help);
 	}
+	fputs(libs_help, f);
 }

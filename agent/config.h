@@ -10,6 +10,15 @@
 #define DC_CONFIG_DEFAULT_PATH "/etc/datacrumbs.conf"
 #define DC_STR_MAX	       1024
 
+/* One library to probe with uprobes (probes.libraries). */
+#define DC_MAX_LIBS 16
+struct dc_lib_cfg {
+	char path[512];
+	char category[64];    /* the seeds' category: "libc", "mpiio", "hdf5" */
+	char functions[4096]; /* fnmatch patterns, one per line */
+	char bytes[1024];     /* functions whose return value is bytes (or -1 on error) */
+};
+
 struct dc_config {
 	double interval; /* seconds per window */
 	char host[256];	 /* "" = gethostname() */
@@ -29,6 +38,10 @@ struct dc_config {
 	bool pagecache_enable;
 	char pagecache_mechanism[16]; /* auto | tp_btf | tracepoint */
 	int64_t pagecache_max_keys;
+	struct dc_lib_cfg libs[DC_MAX_LIBS];
+	int n_libs;
+	int64_t library_max_keys;
+	int64_t library_max_functions;
 	bool exclude_self;
 	char kafka_brokers[DC_STR_MAX]; /* "" = no Kafka */
 	char kafka_topic_features[256];

@@ -15,6 +15,7 @@
 #include "manager.h"
 #include "probe-block.h"
 #include "probe-pagecache.h"
+#include "probe-uprobe.h"
 #include "probe-syscall.h"
 #include "record.h"
 #include "selfstat.h"
@@ -31,6 +32,9 @@ struct manager {
 	struct probe_syscall *sys;
 	struct probe_block *blk;    /* NULL when probes.block.enable is false */
 	struct probe_pagecache *pc; /* likewise */
+	struct probe_uprobe *up;    /* NULL when no library is configured */
+	struct dc_lib_stat *libstats;
+	size_t libstats_cap;
 	uint64_t page_size;
 	struct dc_agg_entry *only; /* scratch: processes seen only by block or page cache */
 	size_t only_cap;
@@ -43,7 +47,7 @@ struct manager {
 	char boot_id[40];
 	struct dc_buf rec;
 	struct dc_selfstat self;
-	struct dc_probe_report probes[3];
+	struct dc_probe_report probes[4];
 	size_t n_probes;
 	bool stopping;
 };
@@ -77,6 +81,8 @@ struct manager *manager_free(struct manager *m)
 	m->sys = probe_syscall_free(m->sys);
 	m->blk = probe_block_free(m->blk);
 	m->pc = probe_pagecache_free(m->pc);
+	m->up = probe_uprobe_free(m->up);
+	free(m->libstats);
 	m->cgroups = cgroup_cache_free(m->cgroups);
 	/* Kafka's final flush happens here, after the last window was handed over */
 	for (size_t i = 0; i < m->n_sinks; i++)
@@ -130,9 +136,61 @@ static void report_sinks(struct dc_json *j, void *opaque)
 
 /* One features record for (tgid, cgroup): its syscall ops (maybe none) and
  * what the other layers saw of it. */
+static int up_cmp(const void *a, const void *b)
+{
+	const struct dc_up_entry *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	if (x->cgroup_id != y->cgroup_id)
+		return x->cgroup_id < y->cgroup_id ? -1 : 1;
+	return x->func < y->func ? -1 : x->func > y->func;
+}
+
+/* The library calls of (tgid, cgroup) from the sorted drain, into m->libstats. */
+static size_t lib_stats_for(struct manager *m, const struct dc_up_drain *ures, uint32_t tgid,
+			    uint64_t cgroup_id)
+{
+	struct dc_up_entry key = {.tgid = tgid, .cgroup_id = cgroup_id};
+	size_t lo = 0, hi = ures->n, n = 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (up_cmp(&ures->entries[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < ures->n && ures->entries[i].tgid == tgid &&
+			    ures->entries[i].cgroup_id == cgroup_id;
+	     i++) {
+		const struct dc_up_entry *e = &ures->entries[i];
+		const struct dc_up_func *f = probe_uprobe_func(m->up, e->func);
+
+		if (n == m->libstats_cap) {
+			size_t cap = m->libstats_cap ? m->libstats_cap * 2 : 32;
+			void *p = realloc(m->libstats, cap * sizeof(*m->libstats));
+
+			if (!p)
+				break;
+			m->libstats = p;
+			m->libstats_cap = cap;
+		}
+		m->libstats[n++] = (struct dc_lib_stat){.feature = f ? f->feature : "?",
+							.count = e->count,
+							.time_ns = e->time_ns,
+							.bytes = e->bytes,
+							.errors = e->errors,
+							.lat = e->lat};
+	}
+	return n;
+}
+
 static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uint32_t tgid,
 			 uint64_t cgroup_id, const struct dc_agg_entry *e, size_t n,
-			 const struct dc_blk_drain *bres, const struct dc_pc_drain *pres)
+			 const struct dc_blk_drain *bres, const struct dc_pc_drain *pres,
+			 const struct dc_up_drain *ures)
 {
 	char comm[DC_COMM_LEN + 1];
 	struct dc_proc_ident id = {.pid = tgid, .comm = comm, .cgroup_id = cgroup_id};
@@ -147,6 +205,11 @@ static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uin
 		lay.blk = blk;
 	}
 	lay.pc = pce ? &pce->v : NULL;
+	if (m->up) {
+		lay.libs_on = true;
+		lay.n_libs = lib_stats_for(m, ures, tgid, cgroup_id);
+		lay.libs = m->libstats;
+	}
 	buf_reset(&m->rec);
 	record_features(&m->rec, ctx, &id, e, n, &lay);
 	if (m->rec.err)
@@ -167,9 +230,10 @@ static int proc_key_cmp(const void *a, const void *b)
  * entry, sorted and unique, in m->only. Kernel threads (tgid 0) are left to
  * the device and agent records. */
 static size_t layer_only_procs(struct manager *m, const struct dc_drain_result *res,
-			       const struct dc_blk_drain *bres, const struct dc_pc_drain *pres)
+			       const struct dc_blk_drain *bres, const struct dc_pc_drain *pres,
+			       const struct dc_up_drain *ures)
 {
-	size_t n = 0, want = bres->n + pres->n, u = 0;
+	size_t n = 0, want = bres->n + pres->n + ures->n, u = 0;
 
 	if (want > m->only_cap) {
 		void *p = realloc(m->only, want * sizeof(*m->only));
@@ -200,6 +264,7 @@ static int manager_close_window(struct manager *m)
 	struct dc_drain_result res = {};
 	struct dc_blk_drain bres = {};
 	struct dc_pc_drain pres = {};
+	struct dc_up_drain ures = {};
 	size_t n_only;
 	struct dc_agent_stats st = {};
 	struct dc_selfstat self = {};
@@ -237,6 +302,17 @@ static int manager_close_window(struct manager *m)
 					  (unsigned long long)w.seq);
 	}
 
+	if (m->up) {
+		r = probe_uprobe_flip_and_drain(m->up, &ures);
+		if (r < 0)
+			log_warning_errno(
+			    r,
+			    "Window %llu: cannot drain the library maps: %m; retrying "
+			    "next window",
+			    (unsigned long long)w.seq);
+		qsort(ures.entries, ures.n, sizeof(*ures.entries), up_cmp);
+	}
+
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	featvec_sort(res.entries, res.n);
 	for (size_t i = 0; i < res.n;) {
@@ -245,17 +321,17 @@ static int manager_close_window(struct manager *m)
 		for (size_t k = i; k < end; k++)
 			events += res.entries[k].v.count;
 		if (emit_features(m, &ctx, res.entries[i].tgid, res.entries[i].cgroup_id,
-				  res.entries + i, end - i, &bres, &pres) == 0)
+				  res.entries + i, end - i, &bres, &pres, &ures) == 0)
 			records++;
 		i = end;
 	}
 	/* processes seen only by the other layers in this window (a write whose
 	 * pages were dirtied before the window closed but whose call returned
 	 * after): their activity is published too, with no syscall ops */
-	n_only = layer_only_procs(m, &res, &bres, &pres);
+	n_only = layer_only_procs(m, &res, &bres, &pres, &ures);
 	for (size_t i = 0; i < n_only; i++)
 		if (emit_features(m, &ctx, m->only[i].tgid, m->only[i].cgroup_id, NULL, 0, &bres,
-				  &pres) == 0)
+				  &pres, &ures) == 0)
 			records++;
 	for (unsigned op = 0; op < DC_OP_MAX; op++)
 		events += res.overflow[op].v.count;
@@ -306,6 +382,8 @@ static int manager_close_window(struct manager *m)
 	if (m->stopping && m->blk)
 		st.blk_inflight_at_stop = probe_block_inflight_at_stop(m->blk);
 	st.pagecache = m->pc != NULL;
+	st.libraries = m->up != NULL;
+	memcpy(st.up_counters, ures.counters, sizeof(st.up_counters));
 	memcpy(st.pc_counters, pres.counters, sizeof(st.pc_counters));
 	st.pc_recursion_misses = pres.recursion_misses;
 	st.pc_unattributed = pres.overflow;
@@ -448,6 +526,19 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	    .mechanism = probe_syscall_mechanism(m->sys),
 	    .detail = probe_syscall_detail(m->sys),
 	};
+	if (cfg->n_libs) {
+		char err[1024];
+
+		r = probe_uprobe_new(cfg, &m->up, err, sizeof(err));
+		if (r < 0) {
+			*config_error = r == -ENOENT || r == -ENOEXEC || r == -E2BIG;
+			return log_error_errno(r, "Cannot probe the configured libraries: %s", err);
+		}
+		m->probes[m->n_probes++] =
+		    (struct dc_probe_report){.name = "libraries",
+					     .mechanism = "uprobe",
+					     .detail = probe_uprobe_detail(m->up)};
+	}
 	m->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	if (cfg->pagecache_enable) {
 		r = probe_pagecache_new(cfg, &m->pc);

@@ -240,6 +240,30 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 		json_obj_end(&j);
 	}
 
+	if (lay && lay->libs_on) {
+		json_key(&j, "libraries");
+		json_obj_begin(&j);
+		for (size_t i = 0; i < lay->n_libs; i++) {
+			const struct dc_lib_stat *l = &lay->libs[i];
+
+			json_key(&j, l->feature);
+			json_obj_begin(&j);
+			json_key(&j, "count");
+			json_u64(&j, l->count);
+			json_key(&j, "time_ns");
+			json_u64(&j, l->time_ns);
+			json_key(&j, "bytes");
+			json_u64(&j, l->bytes);
+			json_key(&j, "errors");
+			json_u64(&j, l->errors);
+			quantile(&j, "lat_p50_ns", l->lat, 0.5);
+			quantile(&j, "lat_p99_ns", l->lat, 0.99);
+			hist(&j, "lat_hist", l->lat, DC_LAT_SLOTS);
+			json_obj_end(&j);
+		}
+		json_obj_end(&j);
+	}
+
 	if (lay && lay->pc_on) {
 		static const struct dc_pc_val none;
 		const struct dc_pc_val *pc = lay->pc ? lay->pc : &none;
@@ -384,6 +408,21 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 			json_u64(&j, s->blk_unattributed[op].v.bytes);
 			json_obj_end(&j);
 		}
+		json_obj_end(&j);
+		json_obj_end(&j);
+	}
+
+	if (s->libraries) {
+		json_key(&j, "libraries");
+		json_obj_begin(&j);
+		json_key(&j, "drops");
+		json_obj_begin(&j);
+		json_key(&j, "agg_map_full");
+		json_u64(&j, s->up_counters[DC_UP_CNT_AGG_FULL]);
+		json_key(&j, "too_deep");
+		json_u64(&j, s->up_counters[DC_UP_CNT_TOO_DEEP]);
+		json_key(&j, "return_without_entry");
+		json_u64(&j, s->up_counters[DC_UP_CNT_NO_ENTRY]);
 		json_obj_end(&j);
 		json_obj_end(&j);
 	}

@@ -6,6 +6,7 @@
 
 #include "datacrumbs/pagecache.h"
 #include "datacrumbs/syscall.h"
+#include "datacrumbs/uprobe.h"
 #include "blkvec.h"
 #include "featvec.h"
 #include "json.h"
@@ -40,11 +41,21 @@ struct dc_proc_ident {
 
 /* What the other layers saw of one process in the window; NULL members
  * for layers that are off. */
+/* One probed library function's activity for one process in the window. */
+struct dc_lib_stat {
+	const char *feature; /* "<function>-<category>" */
+	uint64_t count, time_ns, bytes, errors;
+	const uint64_t *lat; /* [DC_LAT_SLOTS] */
+};
+
 struct dc_layers {
 	const struct dc_blk_sum *blk; /* [DC_BLK_OP_MAX] */
 	const struct dc_pc_val *pc;   /* page cache, NULL also when no activity */
 	bool pc_on;
 	uint64_t page_size;
+	bool libs_on; /* libraries are probed (libs may still be empty) */
+	const struct dc_lib_stat *libs;
+	size_t n_libs;
 };
 
 /* One feature-vector record (one JSON line, newline included). */
@@ -89,6 +100,8 @@ struct dc_agent_stats {
 	uint64_t pc_recursion_misses;
 	struct dc_pc_val pc_kernel;	  /* kernel threads' activity (eviction, writeback) */
 	struct dc_pc_val pc_unattributed; /* activity whose key did not fit */
+	bool libraries;
+	uint64_t up_counters[DC_UP_CNT_MAX];
 	const struct dc_blk_entry *blk_unattributed; /* [DC_BLK_OP_MAX] */
 	/* writes the members of the "sinks" object: each sink reports itself */
 	void (*sinks)(struct dc_json *j, void *opaque);
