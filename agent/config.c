@@ -66,6 +66,14 @@ static const struct dc_cfg_item items[] = {
      "distinct (process, cgroup, library function) keys per window"},
     {"maps.library_max_functions", CFG_INT, F(library_max_functions), "512", 1, 65536, NULL,
      "library functions the patterns may select in all; more is an error at start"},
+    {"probes.vfs.enable", CFG_BOOL, F(vfs_enable), "true", 0, 0, NULL,
+     "time the kernel's VFS entry points (vfs_read, vfs_write, vfs_open, vfs_fsync_range, ...) "
+     "per process"},
+    {"probes.vfs.mechanism", CFG_STRING, F(vfs_mechanism), "auto", 0, 0, "auto|fentry|kprobe",
+     "how the VFS probes attach; auto takes fentry, else kprobe, else the layer is off "
+     "(the agent record says why)"},
+    {"maps.vfs_max_keys", CFG_INT, F(vfs_max_keys), "4096", 16, 1 << 20, NULL,
+     "distinct (process, cgroup, VFS function) keys per window"},
     {"maps.block_max_keys", CFG_INT, F(block_max_keys), "4096", 16, 1 << 20, NULL,
      "distinct (device, operation, process, cgroup) block keys per window; beyond, requests "
      "are counted per operation in the agent record's block.unattributed"},

@@ -42,6 +42,9 @@ struct dc_config {
 	int n_libs;
 	int64_t library_max_keys;
 	int64_t library_max_functions;
+	bool vfs_enable;
+	char vfs_mechanism[16]; /* auto | fentry | kprobe */
+	int64_t vfs_max_keys;
 	bool exclude_self;
 	char kafka_brokers[DC_STR_MAX]; /* "" = no Kafka */
 	char kafka_topic_features[256];

@@ -16,6 +16,7 @@
 #include "probe-block.h"
 #include "probe-pagecache.h"
 #include "probe-uprobe.h"
+#include "probe-vfs.h"
 #include "probe-syscall.h"
 #include "record.h"
 #include "selfstat.h"
@@ -33,9 +34,11 @@ struct manager {
 	struct probe_block *blk;    /* NULL when probes.block.enable is false */
 	struct probe_pagecache *pc; /* likewise */
 	struct probe_uprobe *up;    /* NULL when no library is configured */
+	struct probe_vfs *vfs;	    /* NULL when off or refused by the kernel */
 	struct dc_lib_stat *libstats;
 	size_t libstats_cap;
 	uint64_t page_size;
+	char vfs_detail[512];	   /* why the VFS layer is off, when it is */
 	struct dc_agg_entry *only; /* scratch: processes seen only by block or page cache */
 	size_t only_cap;
 	struct cgroup_cache *cgroups;
@@ -47,7 +50,7 @@ struct manager {
 	char boot_id[40];
 	struct dc_buf rec;
 	struct dc_selfstat self;
-	struct dc_probe_report probes[4];
+	struct dc_probe_report probes[5];
 	size_t n_probes;
 	bool stopping;
 };
@@ -82,6 +85,7 @@ struct manager *manager_free(struct manager *m)
 	m->blk = probe_block_free(m->blk);
 	m->pc = probe_pagecache_free(m->pc);
 	m->up = probe_uprobe_free(m->up);
+	m->vfs = probe_vfs_free(m->vfs);
 	free(m->libstats);
 	m->cgroups = cgroup_cache_free(m->cgroups);
 	/* Kafka's final flush happens here, after the last window was handed over */
@@ -138,7 +142,7 @@ static void report_sinks(struct dc_json *j, void *opaque)
  * what the other layers saw of it. */
 static int up_cmp(const void *a, const void *b)
 {
-	const struct dc_up_entry *x = a, *y = b;
+	const struct dc_fn_entry *x = a, *y = b;
 
 	if (x->tgid != y->tgid)
 		return x->tgid < y->tgid ? -1 : 1;
@@ -147,26 +151,27 @@ static int up_cmp(const void *a, const void *b)
 	return x->func < y->func ? -1 : x->func > y->func;
 }
 
-/* The library calls of (tgid, cgroup) from the sorted drain, into m->libstats. */
-static size_t lib_stats_for(struct manager *m, const struct dc_up_drain *ures, uint32_t tgid,
-			    uint64_t cgroup_id)
+/* Append the function-level stats of (tgid, cgroup) from a sorted drain to
+ * m->libstats[n...]; feature names from the family's table. */
+static size_t fn_stats_for(struct manager *m, const struct dc_fn_drain *d, uint32_t tgid,
+			   uint64_t cgroup_id, size_t n,
+			   const char *(*feature)(struct manager *, uint32_t))
 {
-	struct dc_up_entry key = {.tgid = tgid, .cgroup_id = cgroup_id};
-	size_t lo = 0, hi = ures->n, n = 0;
+	struct dc_fn_entry key = {.tgid = tgid, .cgroup_id = cgroup_id};
+	size_t lo = 0, hi = d->n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (up_cmp(&ures->entries[mid], &key) < 0)
+		if (up_cmp(&d->entries[mid], &key) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (size_t i = lo; i < ures->n && ures->entries[i].tgid == tgid &&
-			    ures->entries[i].cgroup_id == cgroup_id;
-	     i++) {
-		const struct dc_up_entry *e = &ures->entries[i];
-		const struct dc_up_func *f = probe_uprobe_func(m->up, e->func);
+	for (size_t i = lo;
+	     i < d->n && d->entries[i].tgid == tgid && d->entries[i].cgroup_id == cgroup_id; i++) {
+		const struct dc_fn_entry *e = &d->entries[i];
+		const char *name = feature(m, e->func);
 
 		if (n == m->libstats_cap) {
 			size_t cap = m->libstats_cap ? m->libstats_cap * 2 : 32;
@@ -177,7 +182,7 @@ static size_t lib_stats_for(struct manager *m, const struct dc_up_drain *ures, u
 			m->libstats = p;
 			m->libstats_cap = cap;
 		}
-		m->libstats[n++] = (struct dc_lib_stat){.feature = f ? f->feature : "?",
+		m->libstats[n++] = (struct dc_lib_stat){.feature = name ? name : "?",
 							.count = e->count,
 							.time_ns = e->time_ns,
 							.bytes = e->bytes,
@@ -187,10 +192,22 @@ static size_t lib_stats_for(struct manager *m, const struct dc_up_drain *ures, u
 	return n;
 }
 
+static const char *up_feature(struct manager *m, uint32_t func)
+{
+	const struct dc_up_func *f = probe_uprobe_func(m->up, func);
+
+	return f ? f->feature : NULL;
+}
+
+static const char *vfs_feature(struct manager *m, uint32_t func)
+{
+	return probe_vfs_feature(func);
+}
+
 static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uint32_t tgid,
 			 uint64_t cgroup_id, const struct dc_agg_entry *e, size_t n,
 			 const struct dc_blk_drain *bres, const struct dc_pc_drain *pres,
-			 const struct dc_up_drain *ures)
+			 const struct dc_fn_drain *ures, const struct dc_fn_drain *vres)
 {
 	char comm[DC_COMM_LEN + 1];
 	struct dc_proc_ident id = {.pid = tgid, .comm = comm, .cgroup_id = cgroup_id};
@@ -205,9 +222,13 @@ static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uin
 		lay.blk = blk;
 	}
 	lay.pc = pce ? &pce->v : NULL;
-	if (m->up) {
+	if (m->up || m->vfs) {
 		lay.libs_on = true;
-		lay.n_libs = lib_stats_for(m, ures, tgid, cgroup_id);
+		if (m->up)
+			lay.n_libs = fn_stats_for(m, ures, tgid, cgroup_id, lay.n_libs, up_feature);
+		if (m->vfs)
+			lay.n_libs =
+			    fn_stats_for(m, vres, tgid, cgroup_id, lay.n_libs, vfs_feature);
 		lay.libs = m->libstats;
 	}
 	buf_reset(&m->rec);
@@ -231,9 +252,9 @@ static int proc_key_cmp(const void *a, const void *b)
  * the device and agent records. */
 static size_t layer_only_procs(struct manager *m, const struct dc_drain_result *res,
 			       const struct dc_blk_drain *bres, const struct dc_pc_drain *pres,
-			       const struct dc_up_drain *ures)
+			       const struct dc_fn_drain *ures, const struct dc_fn_drain *vres)
 {
-	size_t n = 0, want = bres->n + pres->n + ures->n, u = 0;
+	size_t n = 0, want = bres->n + pres->n + ures->n + vres->n, u = 0;
 
 	if (want > m->only_cap) {
 		void *p = realloc(m->only, want * sizeof(*m->only));
@@ -264,7 +285,7 @@ static int manager_close_window(struct manager *m)
 	struct dc_drain_result res = {};
 	struct dc_blk_drain bres = {};
 	struct dc_pc_drain pres = {};
-	struct dc_up_drain ures = {};
+	struct dc_fn_drain ures = {}, vres = {};
 	size_t n_only;
 	struct dc_agent_stats st = {};
 	struct dc_selfstat self = {};
@@ -312,6 +333,16 @@ static int manager_close_window(struct manager *m)
 			    (unsigned long long)w.seq);
 		qsort(ures.entries, ures.n, sizeof(*ures.entries), up_cmp);
 	}
+	if (m->vfs) {
+		r = probe_vfs_flip_and_drain(m->vfs, &vres);
+		if (r < 0)
+			log_warning_errno(
+			    r,
+			    "Window %llu: cannot drain the VFS maps: %m; retrying next "
+			    "window",
+			    (unsigned long long)w.seq);
+		qsort(vres.entries, vres.n, sizeof(*vres.entries), up_cmp);
+	}
 
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	featvec_sort(res.entries, res.n);
@@ -321,17 +352,17 @@ static int manager_close_window(struct manager *m)
 		for (size_t k = i; k < end; k++)
 			events += res.entries[k].v.count;
 		if (emit_features(m, &ctx, res.entries[i].tgid, res.entries[i].cgroup_id,
-				  res.entries + i, end - i, &bres, &pres, &ures) == 0)
+				  res.entries + i, end - i, &bres, &pres, &ures, &vres) == 0)
 			records++;
 		i = end;
 	}
 	/* processes seen only by the other layers in this window (a write whose
 	 * pages were dirtied before the window closed but whose call returned
 	 * after): their activity is published too, with no syscall ops */
-	n_only = layer_only_procs(m, &res, &bres, &pres, &ures);
+	n_only = layer_only_procs(m, &res, &bres, &pres, &ures, &vres);
 	for (size_t i = 0; i < n_only; i++)
 		if (emit_features(m, &ctx, m->only[i].tgid, m->only[i].cgroup_id, NULL, 0, &bres,
-				  &pres, &ures) == 0)
+				  &pres, &ures, &vres) == 0)
 			records++;
 	for (unsigned op = 0; op < DC_OP_MAX; op++)
 		events += res.overflow[op].v.count;
@@ -384,6 +415,8 @@ static int manager_close_window(struct manager *m)
 	st.pagecache = m->pc != NULL;
 	st.libraries = m->up != NULL;
 	memcpy(st.up_counters, ures.counters, sizeof(st.up_counters));
+	st.vfs = m->vfs != NULL;
+	memcpy(st.vfs_counters, vres.counters, sizeof(st.vfs_counters));
 	memcpy(st.pc_counters, pres.counters, sizeof(st.pc_counters));
 	st.pc_recursion_misses = pres.recursion_misses;
 	st.pc_unattributed = pres.overflow;
@@ -538,6 +571,26 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 		    (struct dc_probe_report){.name = "libraries",
 					     .mechanism = "uprobe",
 					     .detail = probe_uprobe_detail(m->up)};
+	}
+	if (cfg->vfs_enable) {
+		struct probe_vfs_opts vo = {
+		    .mechanism = cfg->vfs_mechanism,
+		    .max_keys = (unsigned)cfg->vfs_max_keys,
+		    .percpu = strcmp(cfg->map_layout, "shared") != 0,
+		    .exclude_tgid = cfg->exclude_self ? (uint32_t)getpid() : 0,
+		};
+
+		r = probe_vfs_new(&vo, &m->vfs, m->vfs_detail, sizeof(m->vfs_detail));
+		if (r < 0) {
+			/* expected on kernels without fentry and kprobes: the other layers run */
+			log_notice("VFS probes off: %s", m->vfs_detail);
+			m->probes[m->n_probes++] = (struct dc_probe_report){
+			    .name = "vfs", .mechanism = "off", .detail = m->vfs_detail};
+		} else
+			m->probes[m->n_probes++] =
+			    (struct dc_probe_report){.name = "vfs",
+						     .mechanism = probe_vfs_mechanism(m->vfs),
+						     .detail = probe_vfs_detail(m->vfs)};
 	}
 	m->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	if (cfg->pagecache_enable) {

@@ -12,7 +12,7 @@
 #include "macro.h"
 #include "probe-uprobe.h"
 #include "uprobe.skel.h"
-#include "winmap.h"
+#include "fnagg.h"
 
 struct probe_uprobe {
 	struct uprobe_bpf *skel;
@@ -20,12 +20,8 @@ struct probe_uprobe {
 	size_t n_links;
 	struct dc_up_func *funcs;
 	size_t n_funcs;
-	int ncpus;
-	struct winmap agg;
+	struct fn_agg agg;
 	char detail[256];
-	struct dc_up_entry *entries;
-	size_t n, cap;
-	uint64_t counters_prev[DC_UP_CNT_MAX];
 };
 
 struct probe_uprobe *probe_uprobe_free(struct probe_uprobe *p)
@@ -36,9 +32,8 @@ struct probe_uprobe *probe_uprobe_free(struct probe_uprobe *p)
 		bpf_link__destroy(p->links[i]);
 	free(p->links);
 	uprobe_bpf__destroy(p->skel);
-	winmap_close(&p->agg);
+	fn_agg_close(&p->agg);
 	free(p->funcs);
-	free(p->entries);
 	free(p);
 	return NULL;
 }
@@ -64,16 +59,18 @@ static int attach(struct probe_uprobe *p, const char *path, uint64_t offset, uin
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie);
 	struct bpf_link *l[2];
 
-	o.retprobe = false;
-	l[0] = bpf_program__attach_uprobe_opts(p->skel->progs.dc_up_entry, -1, path, offset, &o);
-	if (!l[0])
-		return -errno;
+	/* return probe first: an entry without its return probe in place
+	 * would be an orphan on the thread's stack */
 	o.retprobe = true;
 	l[1] = bpf_program__attach_uprobe_opts(p->skel->progs.dc_up_return, -1, path, offset, &o);
-	if (!l[1]) {
+	if (!l[1])
+		return -errno;
+	o.retprobe = false;
+	l[0] = bpf_program__attach_uprobe_opts(p->skel->progs.dc_up_entry, -1, path, offset, &o);
+	if (!l[0]) {
 		int r = -errno;
 
-		bpf_link__destroy(l[0]);
+		bpf_link__destroy(l[1]);
 		return r;
 	}
 	p->links[p->n_links++] = l[0];
@@ -90,8 +87,7 @@ int probe_uprobe_new(const struct dc_config *cfg, struct probe_uprobe **ret, cha
 
 	if (!p)
 		return -ENOMEM;
-	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
-	p->ncpus = libbpf_num_possible_cpus();
+	p->agg.win.inner_fd[0] = p->agg.win.inner_fd[1] = -1;
 	p->funcs = calloc(max, sizeof(*p->funcs));
 	p->links = calloc(2 * max, sizeof(*p->links));
 	if (!p->funcs || !p->links)
@@ -102,13 +98,12 @@ int probe_uprobe_new(const struct dc_config *cfg, struct probe_uprobe **ret, cha
 	/* atomic adds: threads of a process share keys and uprobes can nest */
 	p->skel->rodata->plain_updates = false;
 	p->skel->rodata->agent_tgid = (__u32)getpid();
-	r = winmap_prepare(&p->agg, p->skel->maps.agg_gen, "dc_up", sizeof(struct dc_up_key),
-			   sizeof(struct dc_up_val), (unsigned)cfg->library_max_keys,
-			   strcmp(cfg->map_layout, "shared") != 0, p->ncpus);
+	r = fn_agg_prepare(&p->agg, p->skel->maps.agg_gen, p->skel->maps.fn_counters, "dc_up",
+			   (unsigned)cfg->library_max_keys, strcmp(cfg->map_layout, "shared") != 0);
 	if (!r)
 		r = uprobe_bpf__load(p->skel);
 	if (!r)
-		r = winmap_install(&p->agg);
+		r = fn_agg_install(&p->agg);
 	if (r) {
 		snprintf(err, errlen, "cannot load the uprobe programs: %s", strerror(-r));
 		return r;
@@ -142,7 +137,7 @@ int probe_uprobe_new(const struct dc_config *cfg, struct probe_uprobe **ret, cha
 			snprintf(f->feature, sizeof(f->feature), "%s-%s", fs[i].name,
 				 lib->category);
 			if (listed(lib->bytes, fs[i].name))
-				cookie |= DC_UP_COOKIE_BYTES;
+				cookie |= DC_FN_COOKIE_BYTES;
 			r = attach(p, lib->path, fs[i].offset, cookie);
 			if (r) {
 				snprintf(err, errlen, "%s: cannot attach to %s: %s", lib->path,
@@ -169,63 +164,7 @@ const struct dc_up_func *probe_uprobe_func(const struct probe_uprobe *p, uint32_
 	return i < p->n_funcs ? &p->funcs[i] : NULL;
 }
 
-static int collect(const void *key, const void *values, int ncpus, void *ctx)
+int probe_uprobe_flip_and_drain(struct probe_uprobe *p, struct dc_fn_drain *res)
 {
-	struct probe_uprobe *p = ctx;
-	const struct dc_up_key *k = key;
-	struct dc_up_entry *e;
-
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 64;
-		void *n = realloc(p->entries, cap * sizeof(*p->entries));
-
-		if (!n)
-			return -ENOMEM;
-		p->entries = n;
-		p->cap = cap;
-	}
-	e = &p->entries[p->n++];
-	memset(e, 0, sizeof(*e));
-	e->cgroup_id = k->cgroup_id;
-	e->tgid = k->tgid;
-	e->func = k->func;
-	for (int c = 0; c < ncpus; c++) {
-		const struct dc_up_val *v = (const struct dc_up_val *)values + c;
-
-		e->time_ns += v->time_ns;
-		e->bytes += v->bytes;
-		e->errors += v->errors;
-		for (unsigned i = 0; i < DC_LAT_SLOTS; i++) {
-			e->count += v->lat_hist[i];
-			e->lat[i] += v->lat_hist[i];
-		}
-	}
-	return 0;
-}
-
-int probe_uprobe_flip_and_drain(struct probe_uprobe *p, struct dc_up_drain *res)
-{
-	_cleanup_free_ __u64 *cnt = calloc((size_t)p->ncpus, sizeof(__u64));
-	unsigned long long flip_us;
-	bool batch;
-	int r;
-
-	if (!cnt)
-		return -ENOMEM;
-	p->n = 0;
-	r = winmap_flip_and_drain(&p->agg, collect, p, &batch, &flip_us);
-	if (r < 0)
-		return r;
-	res->entries = p->entries;
-	res->n = p->n;
-	for (__u32 i = 0; i < DC_UP_CNT_MAX; i++) {
-		uint64_t sum = 0;
-
-		if (!bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.up_counters), &i, cnt))
-			for (int c = 0; c < p->ncpus; c++)
-				sum += cnt[c];
-		res->counters[i] = sum - p->counters_prev[i];
-		p->counters_prev[i] = sum;
-	}
-	return 0;
+	return fn_agg_drain(&p->agg, res);
 }

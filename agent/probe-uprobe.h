@@ -6,20 +6,12 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "datacrumbs/uprobe.h"
+#include "fnagg.h"
 
 struct dc_up_func {
 	char name[128];
 	char category[64];
 	char feature[200]; /* "<function>-<category>", the seeds' column name */
-};
-
-struct dc_up_entry {
-	uint64_t cgroup_id;
-	uint32_t tgid;
-	uint32_t func;
-	uint64_t count, time_ns, bytes, errors;
-	uint64_t lat[DC_LAT_SLOTS];
 };
 
 struct probe_uprobe;
@@ -32,12 +24,6 @@ struct probe_uprobe *probe_uprobe_free(struct probe_uprobe *p);
 const char *probe_uprobe_detail(const struct probe_uprobe *p);
 const struct dc_up_func *probe_uprobe_func(const struct probe_uprobe *p, uint32_t i);
 
-struct dc_up_drain {
-	struct dc_up_entry *entries; /* owned by the probe, valid until the next drain */
-	size_t n;
-	uint64_t counters[DC_UP_CNT_MAX];
-};
-
-int probe_uprobe_flip_and_drain(struct probe_uprobe *p, struct dc_up_drain *res);
+int probe_uprobe_flip_and_drain(struct probe_uprobe *p, struct dc_fn_drain *res);
 
 #endif

@@ -241,7 +241,7 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 	}
 
 	if (lay && lay->libs_on) {
-		json_key(&j, "libraries");
+		json_key(&j, "functions");
 		json_obj_begin(&j);
 		for (size_t i = 0; i < lay->n_libs; i++) {
 			const struct dc_lib_stat *l = &lay->libs[i];
@@ -314,6 +314,24 @@ static const char *const counter_names[DC_CNT_MAX] = {
     [DC_CNT_NO_ENTRY] = "exit_without_entry",
     [DC_CNT_PROC_FAIL] = "proc_map_full",
 };
+
+static void fn_drops(struct dc_json *j, const char *family, const uint64_t *c)
+{
+	json_key(j, family);
+	json_obj_begin(j);
+	json_key(j, "drops");
+	json_obj_begin(j);
+	json_key(j, "agg_map_full");
+	json_u64(j, c[DC_FN_CNT_AGG_FULL]);
+	json_key(j, "too_deep");
+	json_u64(j, c[DC_FN_CNT_TOO_DEEP]);
+	json_key(j, "return_without_entry");
+	json_u64(j, c[DC_FN_CNT_NO_ENTRY]);
+	json_key(j, "orphan_entries");
+	json_u64(j, c[DC_FN_CNT_ORPHAN]);
+	json_obj_end(j);
+	json_obj_end(j);
+}
 
 void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struct dc_agent_stats *s)
 {
@@ -412,20 +430,10 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 		json_obj_end(&j);
 	}
 
-	if (s->libraries) {
-		json_key(&j, "libraries");
-		json_obj_begin(&j);
-		json_key(&j, "drops");
-		json_obj_begin(&j);
-		json_key(&j, "agg_map_full");
-		json_u64(&j, s->up_counters[DC_UP_CNT_AGG_FULL]);
-		json_key(&j, "too_deep");
-		json_u64(&j, s->up_counters[DC_UP_CNT_TOO_DEEP]);
-		json_key(&j, "return_without_entry");
-		json_u64(&j, s->up_counters[DC_UP_CNT_NO_ENTRY]);
-		json_obj_end(&j);
-		json_obj_end(&j);
-	}
+	if (s->libraries)
+		fn_drops(&j, "libraries", s->up_counters);
+	if (s->vfs)
+		fn_drops(&j, "vfs", s->vfs_counters);
 
 	if (s->pagecache) {
 		json_key(&j, "page_cache");

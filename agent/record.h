@@ -6,7 +6,7 @@
 
 #include "datacrumbs/pagecache.h"
 #include "datacrumbs/syscall.h"
-#include "datacrumbs/uprobe.h"
+#include "datacrumbs/func.h"
 #include "blkvec.h"
 #include "featvec.h"
 #include "json.h"
@@ -53,7 +53,7 @@ struct dc_layers {
 	const struct dc_pc_val *pc;   /* page cache, NULL also when no activity */
 	bool pc_on;
 	uint64_t page_size;
-	bool libs_on; /* libraries are probed (libs may still be empty) */
+	bool libs_on; /* a function-level family is on (libs may still be empty) */
 	const struct dc_lib_stat *libs;
 	size_t n_libs;
 };
@@ -101,7 +101,9 @@ struct dc_agent_stats {
 	struct dc_pc_val pc_kernel;	  /* kernel threads' activity (eviction, writeback) */
 	struct dc_pc_val pc_unattributed; /* activity whose key did not fit */
 	bool libraries;
-	uint64_t up_counters[DC_UP_CNT_MAX];
+	uint64_t up_counters[DC_FN_CNT_MAX];
+	bool vfs;
+	uint64_t vfs_counters[DC_FN_CNT_MAX];
 	const struct dc_blk_entry *blk_unattributed; /* [DC_BLK_OP_MAX] */
 	/* writes the members of the "sinks" object: each sink reports itself */
 	void (*sinks)(struct dc_json *j, void *opaque);

@@ -10,7 +10,7 @@ groups=("$@")
 
 build_pkgs=(gcc libc6-dev linux-libc-dev pkg-config meson ninja-build clang bpftool
             libbpf-dev libelf-dev zlib1g-dev libsystemd-dev libconfig-dev librdkafka-dev libzstd-dev)
-test_pkgs=(python3 jq clang-format kcat)
+test_pkgs=(python3 jq clang-format kcat qemu-system-x86 cpio)
 bench_pkgs=(bpftrace)
 
 pkgs=()

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fnagg.h"
+#include "macro.h"
+
+int fn_agg_prepare(struct fn_agg *a, struct bpf_map *agg_gen, struct bpf_map *counters,
+		   const char *name, unsigned max_keys, bool percpu)
+{
+	memset(a, 0, sizeof(*a));
+	a->counters = counters;
+	a->ncpus = libbpf_num_possible_cpus();
+	if (a->ncpus <= 0)
+		return a->ncpus ? a->ncpus : -EINVAL;
+	return winmap_prepare(&a->win, agg_gen, name, sizeof(struct dc_fn_key),
+			      sizeof(struct dc_fn_val), max_keys, percpu, a->ncpus);
+}
+
+int fn_agg_install(struct fn_agg *a)
+{
+	return winmap_install(&a->win);
+}
+
+static int collect(const void *key, const void *values, int ncpus, void *ctx)
+{
+	struct fn_agg *a = ctx;
+	const struct dc_fn_key *k = key;
+	struct dc_fn_entry *e;
+
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		void *n = realloc(a->entries, cap * sizeof(*a->entries));
+
+		if (!n)
+			return -ENOMEM;
+		a->entries = n;
+		a->cap = cap;
+	}
+	e = &a->entries[a->n++];
+	memset(e, 0, sizeof(*e));
+	e->cgroup_id = k->cgroup_id;
+	e->tgid = k->tgid;
+	e->func = k->func;
+	for (int c = 0; c < ncpus; c++) {
+		const struct dc_fn_val *v = (const struct dc_fn_val *)values + c;
+
+		e->time_ns += v->time_ns;
+		e->bytes += v->bytes;
+		e->errors += v->errors;
+		for (unsigned i = 0; i < DC_LAT_SLOTS; i++) {
+			/* every call lands in one latency slot */
+			e->count += v->lat_hist[i];
+			e->lat[i] += v->lat_hist[i];
+		}
+	}
+	return 0;
+}
+
+int fn_agg_drain(struct fn_agg *a, struct dc_fn_drain *res)
+{
+	_cleanup_free_ __u64 *cnt = calloc((size_t)a->ncpus, sizeof(__u64));
+	unsigned long long flip_us;
+	bool batch;
+	int r;
+
+	if (!cnt)
+		return -ENOMEM;
+	a->n = 0;
+	r = winmap_flip_and_drain(&a->win, collect, a, &batch, &flip_us);
+	if (r < 0)
+		return r;
+	res->entries = a->entries;
+	res->n = a->n;
+	for (__u32 i = 0; i < DC_FN_CNT_MAX; i++) {
+		uint64_t sum = 0;
+
+		if (!bpf_map_lookup_elem(bpf_map__fd(a->counters), &i, cnt))
+			for (int c = 0; c < a->ncpus; c++)
+				sum += cnt[c];
+		res->counters[i] = sum - a->counters_prev[i];
+		a->counters_prev[i] = sum;
+	}
+	return 0;
+}
+
+void fn_agg_close(struct fn_agg *a)
+{
+	winmap_close(&a->win);
+	free(a->entries);
+	a->entries = NULL;
+	a->n = a->cap = 0;
+}

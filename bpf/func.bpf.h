@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Function-level aggregation shared by the probe families that time calls
+ * of named functions (uprobe.bpf.c: libraries; vfs.bpf.c: kernel VFS): a
+ * per-thread stack of entry times, and per window (process, cgroup,
+ * function) count, time, bytes, errors and a latency histogram.
+ */
+#ifndef DC_FUNC_BPF_H
+#define DC_FUNC_BPF_H
+
+#include "datacrumbs/func.h"
+#include "datacrumbs/hist.h"
+#include "common.bpf.h"
+
+const volatile bool plain_updates = false;
+const volatile __u32 agent_tgid = 0;
+
+static const struct dc_fn_val zero_val;
+
+struct agg_inner {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__uint(key_size, sizeof(struct dc_fn_key));
+	__uint(value_size, sizeof(struct dc_fn_val));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct agg_inner);
+} agg_gen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct dc_fn_stack);
+} fn_stack SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DC_FN_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} fn_counters SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&fn_counters, &which);
+
+	if (c)
+		dc_add(c, 1);
+}
+
+static __always_inline void fn_entry(__u32 func)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct dc_fn_stack *st;
+	__u32 d;
+
+	if (BPF_CORE_READ(task, tgid) == agent_tgid)
+		return;
+	st = bpf_task_storage_get(&fn_stack, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		return;
+	d = st->depth;
+	if (d >= DC_FN_DEPTH) {
+		count(DC_FN_CNT_TOO_DEEP);
+		st->depth = d + 1;
+		return;
+	}
+	st->ts[d] = bpf_ktime_get_ns();
+	st->func[d] = func;
+	st->depth = d + 1;
+}
+
+/* func: the function's index; bytes: its return value is a byte count */
+static __always_inline void fn_return(long ret, __u32 func, bool bytes)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 now = bpf_ktime_get_ns(), lat;
+	struct dc_fn_key k = {};
+	struct dc_fn_stack *st;
+	struct dc_fn_val *v;
+	__u32 zero = 0, d;
+	void *inner;
+
+	k.tgid = BPF_CORE_READ(task, tgid);
+	if (k.tgid == agent_tgid)
+		return;
+	st = bpf_task_storage_get(&fn_stack, task, 0, 0);
+	if (!st || !st->depth) {
+		count(DC_FN_CNT_NO_ENTRY);
+		return;
+	}
+	d = st->depth;
+	if (d > DC_FN_DEPTH) {
+		/* beyond the stack: entries counted as too deep, not timed */
+		st->depth = d - 1;
+		return;
+	}
+	/* pop down to this function's entry; what lies above it are entries
+	 * whose returns were lost */
+	{
+		int found = -1;
+
+#pragma unroll
+		for (int i = DC_FN_DEPTH - 1; i >= 0; i--)
+			if (found < 0 && i < (int)d && st->func[i] == func)
+				found = i;
+		if (found < 0) {
+			count(DC_FN_CNT_NO_ENTRY);
+			return;
+		}
+		for (int i = 0; i < DC_FN_DEPTH; i++)
+			if (i > found && i < (int)d)
+				count(DC_FN_CNT_ORPHAN);
+		st->depth = (__u32)found;
+		lat = now - st->ts[found & (DC_FN_DEPTH - 1)];
+	}
+
+	k.cgroup_id = bpf_get_current_cgroup_id();
+	k.func = func;
+	inner = bpf_map_lookup_elem(&agg_gen, &zero);
+	if (!inner)
+		return;
+	v = bpf_map_lookup_elem(inner, &k);
+	if (!v) {
+		bpf_map_update_elem(inner, &k, &zero_val, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(inner, &k);
+		if (!v) {
+			count(DC_FN_CNT_AGG_FULL);
+			return;
+		}
+	}
+	dc_add(&v->time_ns, lat);
+	dc_add(&v->lat_hist[dc_hist_slot(lat, DC_LAT_SLOTS)], 1);
+	if (bytes) {
+		if (ret >= 0)
+			dc_add(&v->bytes, ret);
+		else
+			dc_add(&v->errors, 1);
+	}
+}
+
+#endif

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * VFS layer: the kernel's VFS entry points (include/datacrumbs/vfs.h),
+ * timed per call and aggregated per window by (process, cgroup, function).
+ *
+ * Mechanisms, chosen by the agent at start-up by trying: fentry/fexit (one
+ * program pair per function, the cheapest: a direct trampoline call), else
+ * one kprobe/kretprobe pair attached to every function with a cookie naming
+ * it, else off. Functions this kernel lacks are skipped, and reported.
+ */
+#include "dc_vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "datacrumbs/vfs.h"
+#include "func.bpf.h"
+
+/* fexit reads the return value with bpf_get_func_ret(), so one macro serves
+ * functions of any arity */
+#define DC_VFS_FENTRY(name, bytes)                          \
+	SEC("fentry/" #name)                                \
+	int dc_fentry_##name(void *ctx)                     \
+	{                                                   \
+		fn_entry(DC_VFS_##name);                    \
+		return 0;                                   \
+	}                                                   \
+	SEC("fexit/" #name)                                 \
+	int dc_fexit_##name(void *ctx)                      \
+	{                                                   \
+		__u64 ret = 0;                              \
+                                                            \
+		bpf_get_func_ret(ctx, &ret);                \
+		fn_return((long)ret, DC_VFS_##name, bytes); \
+		return 0;                                   \
+	}
+DC_VFS_FUNCS(DC_VFS_FENTRY)
+
+SEC("kprobe")
+int BPF_KPROBE(dc_vfs_kprobe)
+{
+	fn_entry((__u32)bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+SEC("kretprobe")
+int BPF_KRETPROBE(dc_vfs_kretprobe, long ret)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+
+	fn_return(ret, (__u32)cookie, cookie & DC_FN_COOKIE_BYTES);
+	return 0;
+}
+
+DC_SEC_LICENSE;
