@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -644,6 +645,10 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 		if (r < 0)
 			return log_error_errno(r, "Cannot arm the duration timer: %m");
 	}
+	/* loading parsed the kernel's BTF (tens of MB) and freed it: hand the
+	 * freed heap back, or it stays in the agent's RSS for its whole life */
+	malloc_trim(0);
+
 	/* pings only when systemd asked for a watchdog (WATCHDOG_USEC) */
 	sd_event_set_watchdog(m->event, true);
 

@@ -92,10 +92,11 @@ def prog_ids():
 
 
 def bpf_stats_phase(build, tmp, f, configs, ops):
-    """Per call, the run time of each tracer's own programs, from the kernel's
-    BPF statistics (kernel.bpf_stats_enabled, on only for this phase). Precise,
-    but it covers the programs' bodies, not the dispatch to them; the stats
-    themselves add about two clock reads per program run to every tracer."""
+    """Per loop call, the total run time of each tracer's own programs, from
+    the kernel's BPF statistics (kernel.bpf_stats_enabled, on only for this
+    phase): all of a tracer's programs, divided by the calls the loop made.
+    Precise, but it covers the programs' bodies, not the dispatch to them;
+    the stats add about two clock reads per program run to every tracer."""
     res = {}
     with open("/proc/sys/kernel/bpf_stats_enabled") as fh:
         old = fh.read().strip()
@@ -111,12 +112,8 @@ def bpf_stats_phase(build, tmp, f, configs, ops):
             run_loop(build, f, ops)
             after = prog_ids()
             stop(p)
-            ns = 0.0
-            for i in mine:
-                q = after.get(i, {})
-                if q.get("run_cnt"):
-                    ns += q["run_time_ns"] / q["run_cnt"]
-            res[c] = ns
+            total = sum(after.get(i, {}).get("run_time_ns", 0) for i in mine)
+            res[c] = total / ops
     finally:
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as fh:
             fh.write(old)

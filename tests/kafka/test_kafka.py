@@ -51,9 +51,9 @@ def consume(bootstrap, topic):
     return msgs
 
 
-def conf(bootstrap, spool, interval=0.2, extra="", out='output = { path = ""; };'):
-    return ('interval = %s;\n%s\nkafka = { brokers = "%s"; %s };\nspool = { dir = "%s"; };\n'
-            % (interval, out, bootstrap, extra, spool))
+def conf(bootstrap, spool, interval=0.2, extra="", out='output = { path = ""; };', spool_extra=""):
+    return ('interval = %s;\n%s\nkafka = { brokers = "%s"; %s };\nspool = { dir = "%s"; %s };\n'
+            % (interval, out, bootstrap, extra, spool, spool_extra))
 
 
 def windows_by_run(msgs):
@@ -249,6 +249,45 @@ def scenario_corrupt(agent_bin, wl_bin, mock_bin):
     c.done()
 
 
+def scenario_spool_full(agent_bin, wl_bin, mock_bin):
+    """A spool bound reached during an outage: the oldest windows are shed,
+    the spool stays bounded, and every shed record is counted."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.05, spool_extra="max_mib = 1;"))
+    b.cmd("down")
+    # many short processes: many feature records per window, about 1.5 MiB of spool
+    end = time.monotonic() + 8
+    biggest = 0
+    while time.monotonic() < end:
+        subprocess.run(["sh", "-c", "for i in 1 2 3 4 5 6 7 8; do cat /etc/hostname >/dev/null; done"])
+        size = sum(os.path.getsize(os.path.join(spool, f)) for f in os.listdir(spool) if f.endswith(".seg"))
+        biggest = max(biggest, size)
+    c.check(biggest <= (1 << 20) + (256 << 10), "spool stays within 1 MiB plus a segment (peak %d)" % biggest)
+    b.cmd("up")
+    c.check(wait_spool_empty(spool, 60), "the rest is delivered when the broker returns")
+    c.eq(a.stop(), 0, "agent exits 0")
+    agents = consume(b.bootstrap, "datacrumbs.agent")
+    feats = consume(b.bootstrap, "datacrumbs.features")
+    shed = max(m["rec"]["sinks"]["kafka"]["shed_records"]["features"] for m in agents)
+    c.check(shed > 0, "records were shed and counted (%d)" % shed)
+    # each window produced (its features and device records + 1 agent record); the
+    # windows missing from Kafka must hold exactly the shed records
+    last = max(m["rec"]["window"] for m in agents)
+    have = {m["rec"]["window"] for m in agents}
+    missing = sorted(set(range(last + 1)) - have)
+    c.check(len(missing) > 0 and missing == list(range(missing[0], missing[0] + len(missing))),
+            "the shed windows are one run of the oldest spooled ones (%d windows)" % len(missing))
+    c.check(not {m["rec"]["window"] for m in feats} & set(missing),
+            "a shed window is shed whole: none of its feature records arrived")
+    c.check(shed >= len(missing), "at least one record counted per missing window (%d >= %d)"
+            % (shed, len(missing)))
+    b.close()
+    c.done()
+
+
 def scenario_config(agent_bin, wl_bin, mock_bin):
     """A rejected property and an unknown topic stop the agent at start, clearly."""
     c = Checks()
@@ -277,7 +316,7 @@ def main():
     scenario, agent_bin, wl_bin, mock_bin = sys.argv[1:5]
     require_root()
     {"deliver": scenario_deliver, "outage": scenario_outage, "kill9": scenario_kill9,
-     "corrupt": scenario_corrupt, "config": scenario_config}[scenario](agent_bin, wl_bin, mock_bin)
+     "corrupt": scenario_corrupt, "config": scenario_config, "spool-full": scenario_spool_full}[scenario](agent_bin, wl_bin, mock_bin)
 
 
 if __name__ == "__main__":
