@@ -42,6 +42,14 @@
 #define BACKOFF_MIN_USEC (1 * USEC_PER_SEC)
 #define BACKOFF_MAX_USEC (60 * USEC_PER_SEC)
 #define LAT_RING	 256
+/*
+ * Segments handed to librdkafka at once. Its own queue would take every
+ * segment of a long outage (up to queue.buffering.max.kbytes), and a
+ * segment librdkafka holds can be neither shed nor bounded by the spool:
+ * keeping only a few in flight leaves the rest on disk, where the spool's
+ * bound and its shedding order apply. One window a second needs one.
+ */
+#define MAX_INFLIGHT_SEGMENTS 8
 
 struct kseg {
 	struct kseg *next;
@@ -248,9 +256,12 @@ static int produce_one(struct sink_kafka *k, struct kseg *g, const struct dc_seg
 	return err;
 }
 
-/* Produce spooled records in order until the producer queue is full. */
+/* Produce spooled records in order until the producer queue is full or
+ * MAX_INFLIGHT_SEGMENTS are in librdkafka's hands. */
 static void pump(struct sink_kafka *k)
 {
+	unsigned inflight = 0;
+
 	if (k->resume_usec && now_usec() < k->resume_usec)
 		return;
 	k->resume_usec = 0;
@@ -260,8 +271,13 @@ static void pump(struct sink_kafka *k)
 		int r;
 
 		next = g->next;
-		if (g->loaded && g->next_off >= g->raw.len)
+		if (g->loaded && g->next_off >= g->raw.len) {
+			inflight += g->outstanding > 0;
 			continue;
+		}
+		if (inflight >= MAX_INFLIGHT_SEGMENTS)
+			return;
+		inflight++;
 		r = seg_load(k, g);
 		if (r < 0) {
 			if (r == -EBADMSG) {
