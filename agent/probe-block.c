@@ -57,7 +57,7 @@ static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enu
 		return -errno;
 	p->skel = skel;
 	skel->rodata->plain_updates = plain_updates;
-	skel->rodata->agent_tgid = (__u32)getpid();
+	skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
 	progs[MECH_TP_BTF][0] = skel->progs.dc_bio_queue_btf;
 	progs[MECH_TP_BTF][1] = skel->progs.dc_rq_insert_btf;
 	progs[MECH_TP_BTF][2] = skel->progs.dc_rq_issue_btf;

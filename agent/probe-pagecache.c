@@ -54,7 +54,7 @@ static int try_mechanism(struct probe_pagecache *p, const struct dc_config *cfg,
 		return -errno;
 	p->skel = skel;
 	skel->rodata->plain_updates = plain_updates;
-	skel->rodata->agent_tgid = (__u32)getpid();
+	skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
 	progs[MECH_TP_BTF][0] = skel->progs.dc_pc_add_btf;
 	progs[MECH_TP_BTF][1] = skel->progs.dc_pc_del_btf;
 	progs[MECH_TP_BTF][2] = skel->progs.dc_pc_dirty_btf;

@@ -97,7 +97,7 @@ int probe_uprobe_new(const struct dc_config *cfg, struct probe_uprobe **ret, cha
 		return -errno;
 	/* atomic adds: threads of a process share keys and uprobes can nest */
 	p->skel->rodata->plain_updates = false;
-	p->skel->rodata->agent_tgid = (__u32)getpid();
+	p->skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
 	r = fn_agg_prepare(&p->agg, p->skel->maps.agg_gen, p->skel->maps.fn_counters, "dc_up",
 			   (unsigned)cfg->library_max_keys, strcmp(cfg->map_layout, "shared") != 0);
 	if (!r)

@@ -29,19 +29,7 @@ const volatile __u32 agent_tgid = 0;
 
 static const struct dc_blk_val zero_val;
 
-struct agg_inner {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
-	__uint(key_size, sizeof(struct dc_blk_key));
-	__uint(value_size, sizeof(struct dc_blk_val));
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__array(values, struct agg_inner);
-} agg_gen SEC(".maps");
+DC_WINDOW_MAP(agg_gen, struct dc_blk_key, struct dc_blk_val);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -50,12 +38,7 @@ struct {
 	__type(value, struct dc_blk_val);
 } blk_overflow SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, DC_BLK_CNT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} blk_counters SEC(".maps");
+DC_COUNTERS(blk_counters, DC_BLK_CNT_MAX);
 
 /* bios on their way to a request; a bio merged away never completes as a
  * request, so this is an LRU: stale entries age out */
@@ -74,13 +57,7 @@ struct {
 	__type(value, struct dc_blk_inflight);
 } inflight SEC(".maps");
 
-static __always_inline void count(__u32 which)
-{
-	__u64 *c = bpf_map_lookup_elem(&blk_counters, &which);
-
-	if (c)
-		dc_add(c, 1);
-}
+#define count(which) dc_count(&blk_counters, (which))
 
 /* the whole disk's dev_t in the kernel's encoding, major << 20 | minor */
 static __always_inline __u32 rq_dev(struct request *rq)
@@ -222,6 +199,12 @@ static __always_inline void on_complete(struct request *rq, unsigned int nr_byte
 
 	if (!f || !f->issue_ns) {
 		count(DC_BLK_CNT_NO_ISSUE);
+		return;
+	}
+	/* the agent's own requests (filter.exclude_self), like its syscalls */
+	if (agent_tgid && f->origin.tgid == agent_tgid) {
+		if (nr_bytes >= BPF_CORE_READ(rq, __data_len))
+			bpf_map_delete_elem(&inflight, &key);
 		return;
 	}
 	/* the tracepoint fires before the request is updated: __data_len is

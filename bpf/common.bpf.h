@@ -23,4 +23,41 @@ extern const volatile bool plain_updates;
 
 #define DC_SEC_LICENSE char LICENSE[] SEC("license") = "GPL"
 
+/*
+ * A family's per-window aggregation map: the one slot of a map-of-maps,
+ * whose inner map the agent types (per-CPU or shared hash), sizes and flips
+ * (agent/winmap.h). Key and value by size, not __type(): clang emits only a
+ * forward declaration for a struct named solely in a map-in-map template.
+ */
+#define DC_WINDOW_MAP(name, key_t, val_t)                 \
+	struct name##_inner {                             \
+		__uint(type, BPF_MAP_TYPE_PERCPU_HASH);   \
+		__uint(max_entries, 1024);                \
+		__uint(key_size, sizeof(key_t));          \
+		__uint(value_size, sizeof(val_t));        \
+	};                                                \
+	struct {                                          \
+		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS); \
+		__uint(max_entries, 1);                   \
+		__type(key, __u32);                       \
+		__array(values, struct name##_inner);     \
+	} name SEC(".maps")
+
+/* A family's loss counters: monotonic per-CPU, published as deltas. */
+#define DC_COUNTERS(name, n)                             \
+	struct {                                         \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); \
+		__uint(max_entries, n);                  \
+		__type(key, __u32);                      \
+		__type(value, __u64);                    \
+	} name SEC(".maps")
+
+static __always_inline void dc_count(void *counters, __u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(counters, &which);
+
+	if (c)
+		dc_add(c, 1);
+}
+
 #endif

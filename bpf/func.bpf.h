@@ -17,19 +17,7 @@ const volatile __u32 agent_tgid = 0;
 
 static const struct dc_fn_val zero_val;
 
-struct agg_inner {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
-	__uint(key_size, sizeof(struct dc_fn_key));
-	__uint(value_size, sizeof(struct dc_fn_val));
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__array(values, struct agg_inner);
-} agg_gen SEC(".maps");
+DC_WINDOW_MAP(agg_gen, struct dc_fn_key, struct dc_fn_val);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -38,20 +26,9 @@ struct {
 	__type(value, struct dc_fn_stack);
 } fn_stack SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, DC_FN_CNT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} fn_counters SEC(".maps");
+DC_COUNTERS(fn_counters, DC_FN_CNT_MAX);
 
-static __always_inline void count(__u32 which)
-{
-	__u64 *c = bpf_map_lookup_elem(&fn_counters, &which);
-
-	if (c)
-		dc_add(c, 1);
-}
+#define count(which) dc_count(&fn_counters, (which))
 
 static __always_inline void fn_entry(__u32 func)
 {

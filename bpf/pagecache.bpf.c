@@ -25,19 +25,7 @@ const volatile __u32 agent_tgid = 0;
 
 enum { ADDED, DIRTIED, REMOVED };
 
-struct agg_inner {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
-	__uint(key_size, sizeof(struct dc_pc_key));
-	__uint(value_size, sizeof(struct dc_pc_val));
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__array(values, struct agg_inner);
-} agg_gen SEC(".maps");
+DC_WINDOW_MAP(agg_gen, struct dc_pc_key, struct dc_pc_val);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -46,12 +34,7 @@ struct {
 	__type(value, struct dc_pc_val);
 } pc_overflow SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, DC_PC_CNT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} pc_counters SEC(".maps");
+DC_COUNTERS(pc_counters, DC_PC_CNT_MAX);
 
 static const struct dc_pc_val zero_val;
 
@@ -75,10 +58,7 @@ static __always_inline void account(int what, __u64 pages)
 		bpf_map_update_elem(inner, &k, &zero_val, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(inner, &k);
 		if (!v) {
-			__u64 *c = bpf_map_lookup_elem(&pc_counters, &zero);
-
-			if (c)
-				dc_add(c, 1);
+			dc_count(&pc_counters, DC_PC_CNT_AGG_FULL);
 			v = bpf_map_lookup_elem(&pc_overflow, &zero);
 			if (!v)
 				return;

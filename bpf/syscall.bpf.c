@@ -48,22 +48,7 @@ struct {
 	__type(value, struct dc_stash);
 } stash_tid SEC(".maps");
 
-/* Type (per-CPU or shared hash) and size set from config before load.
- * Sizes, not __type(): clang emits only a forward declaration for a struct
- * named solely inside a map-in-map template, and libbpf needs its size. */
-struct agg_inner {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 4096);
-	__uint(key_size, sizeof(struct dc_agg_key));
-	__uint(value_size, sizeof(struct dc_agg_val));
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__array(values, struct agg_inner);
-} agg_gen SEC(".maps");
+DC_WINDOW_MAP(agg_gen, struct dc_agg_key, struct dc_agg_val);
 
 /* Calls whose key found no room in the window map: still counted, by op, so
  * that totals stay exact when attribution is lost. Monotonic. */
@@ -74,12 +59,7 @@ struct {
 	__type(value, struct dc_agg_val);
 } agg_overflow SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, DC_CNT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
+DC_COUNTERS(counters, DC_CNT_MAX);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -88,13 +68,7 @@ struct {
 	__type(value, struct dc_proc);
 } procs SEC(".maps");
 
-static __always_inline void count(__u32 which)
-{
-	__u64 *c = bpf_map_lookup_elem(&counters, &which);
-
-	if (c)
-		dc_add(c, 1);
-}
+#define count(which) dc_count(&counters, (which))
 
 static __always_inline struct dc_stash *stash_get(struct task_struct *task, __u32 tid, bool create)
 {
