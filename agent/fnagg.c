@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "counters.h"
 #include "fnagg.h"
 #include "macro.h"
 
@@ -61,29 +62,18 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 
 int fn_agg_drain(struct fn_agg *a, struct dc_fn_drain *res)
 {
-	_cleanup_free_ __u64 *cnt = calloc((size_t)a->ncpus, sizeof(__u64));
 	unsigned long long flip_us;
 	bool batch;
 	int r;
 
-	if (!cnt)
-		return -ENOMEM;
 	a->n = 0;
 	r = winmap_flip_and_drain(&a->win, collect, a, &batch, &flip_us);
 	if (r < 0)
 		return r;
 	res->entries = a->entries;
 	res->n = a->n;
-	for (__u32 i = 0; i < DC_FN_CNT_MAX; i++) {
-		uint64_t sum = 0;
-
-		if (!bpf_map_lookup_elem(bpf_map__fd(a->counters), &i, cnt))
-			for (int c = 0; c < a->ncpus; c++)
-				sum += cnt[c];
-		res->counters[i] = sum - a->counters_prev[i];
-		a->counters_prev[i] = sum;
-	}
-	return 0;
+	return percpu_counters_delta(a->counters, DC_FN_CNT_MAX, a->ncpus, a->counters_prev,
+				     res->counters);
 }
 
 void fn_agg_close(struct fn_agg *a)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "block.skel.h"
+#include "counters.h"
 #include "log.h"
 #include "macro.h"
 #include "probe-block.h"
@@ -206,12 +207,11 @@ uint64_t probe_block_inflight_at_stop(struct probe_block *p)
 int probe_block_flip_and_drain(struct probe_block *p, struct dc_blk_drain *res)
 {
 	_cleanup_free_ struct dc_blk_val *vals = calloc((size_t)p->ncpus, sizeof(*vals));
-	_cleanup_free_ __u64 *cnt = calloc((size_t)p->ncpus, sizeof(__u64));
 	unsigned long long flip_us;
 	bool batch;
 	int r;
 
-	if (!vals || !cnt)
+	if (!vals)
 		return -ENOMEM;
 	p->n = 0;
 	r = winmap_flip_and_drain(&p->agg, collect, p, &batch, &flip_us);
@@ -232,15 +232,8 @@ int probe_block_flip_and_drain(struct probe_block *p, struct dc_blk_drain *res)
 		res->overflow[op].v.bytes = cur.bytes - p->overflow_prev[op].bytes;
 		p->overflow_prev[op] = cur;
 	}
-	for (__u32 i = 0; i < DC_BLK_CNT_MAX; i++) {
-		uint64_t sum = 0;
-
-		if (!bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.blk_counters), &i, cnt))
-			for (int c = 0; c < p->ncpus; c++)
-				sum += cnt[c];
-		res->counters[i] = sum - p->counters_prev[i];
-		p->counters_prev[i] = sum;
-	}
+	percpu_counters_delta(p->skel->maps.blk_counters, DC_BLK_CNT_MAX, p->ncpus,
+			      p->counters_prev, res->counters);
 	res->counters[DC_BLK_CNT_UNSEEN] += sweep_inflight(p, 30 * 1000000000ULL);
 	{
 		uint64_t m = progs_recursion_misses(p->skel->obj);

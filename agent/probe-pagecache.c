@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "counters.h"
 #include "log.h"
 #include "macro.h"
 #include "pagecache.skel.h"
@@ -166,7 +167,6 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 int probe_pagecache_flip_and_drain(struct probe_pagecache *p, struct dc_pc_drain *res)
 {
 	_cleanup_free_ struct dc_pc_val *vals = calloc((size_t)p->ncpus, sizeof(*vals));
-	_cleanup_free_ __u64 *cnt = calloc((size_t)p->ncpus, sizeof(__u64));
 	struct dc_pc_val cur = {};
 	unsigned long long flip_us;
 	__u32 zero = 0;
@@ -174,7 +174,7 @@ int probe_pagecache_flip_and_drain(struct probe_pagecache *p, struct dc_pc_drain
 	bool batch;
 	int r;
 
-	if (!vals || !cnt)
+	if (!vals)
 		return -ENOMEM;
 	p->n = 0;
 	r = winmap_flip_and_drain(&p->agg, collect, p, &batch, &flip_us);
@@ -192,15 +192,8 @@ int probe_pagecache_flip_and_drain(struct probe_pagecache *p, struct dc_pc_drain
 	    .events = cur.events - p->overflow_prev.events,
 	};
 	p->overflow_prev = cur;
-	for (__u32 i = 0; i < DC_PC_CNT_MAX; i++) {
-		uint64_t sum = 0;
-
-		if (!bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.pc_counters), &i, cnt))
-			for (int c = 0; c < p->ncpus; c++)
-				sum += cnt[c];
-		res->counters[i] = sum - p->counters_prev[i];
-		p->counters_prev[i] = sum;
-	}
+	percpu_counters_delta(p->skel->maps.pc_counters, DC_PC_CNT_MAX, p->ncpus, p->counters_prev,
+			      res->counters);
 	m = progs_recursion_misses(p->skel->obj);
 	res->recursion_misses = m - p->misses_prev;
 	p->misses_prev = m;

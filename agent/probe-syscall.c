@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "counters.h"
 #include "drain.h"
 #include "log.h"
 #include "macro.h"
@@ -295,22 +296,6 @@ static int percpu_lookup(int fd, __u32 key, void *buf)
 	return bpf_map_lookup_elem(fd, &key, buf) ? -errno : 0;
 }
 
-static void read_counters(struct probe_syscall *p, uint64_t out[DC_CNT_MAX])
-{
-	_cleanup_free_ __u64 *vals = calloc((size_t)p->ncpus, sizeof(__u64));
-	int fd = bpf_map__fd(p->skel->maps.counters);
-
-	for (__u32 i = 0; i < DC_CNT_MAX; i++) {
-		uint64_t sum = 0;
-
-		if (vals && !percpu_lookup(fd, i, vals))
-			for (int c = 0; c < p->ncpus; c++)
-				sum += vals[c];
-		out[i] = sum - p->counters_prev[i];
-		p->counters_prev[i] = sum;
-	}
-}
-
 static void read_overflow(struct probe_syscall *p, struct dc_agg_entry out[DC_OP_MAX])
 {
 	_cleanup_free_ struct dc_agg_val *vals = calloc((size_t)p->ncpus, sizeof(*vals));
@@ -345,7 +330,8 @@ int probe_syscall_flip_and_drain(struct probe_syscall *p, struct dc_drain_result
 	r = winmap_flip_and_drain(&p->agg, collect, p, &res->used_batch, &flip_us);
 	if (r < 0)
 		return r;
-	read_counters(p, res->counters);
+	percpu_counters_delta(p->skel->maps.counters, DC_CNT_MAX, p->ncpus, p->counters_prev,
+			      res->counters);
 	read_overflow(p, res->overflow);
 	{
 		uint64_t m = progs_recursion_misses(p->skel->obj);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs-util.h"
 #include "json.h"
 #include "log.h"
 #include "macro.h"
@@ -23,25 +24,6 @@ struct sink_file {
 	uint64_t buf_records;
 	int last_err;
 };
-
-static int mkdir_parents(const char *path)
-{
-	char tmp[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	memcpy(tmp, path, len + 1);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return 0;
-}
 
 static int file_write(struct dc_sink *s, enum dc_rec_type type, const struct dc_window *w,
 		      const char *data, size_t len)
@@ -159,7 +141,7 @@ int sink_file_new(const char *path, size_t max_pending, struct dc_sink **ret)
 		f->fd = STDOUT_FILENO;
 		snprintf(f->path, sizeof(f->path), "standard output");
 	} else {
-		r = mkdir_parents(path);
+		r = mkdir_parents(path, false);
 		if (r < 0) {
 			free(f);
 			return r;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs-util.h"
 #include "macro.h"
 #include "spool.h"
 
@@ -21,29 +22,6 @@ struct spool {
 	struct spool_entry *existing;
 	size_t n_existing;
 };
-
-static int mkdir_p(const char *path)
-{
-	char tmp[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	memcpy(tmp, path, len + 1);
-	for (char *p = tmp + 1;; p++) {
-		if (*p != '/' && *p)
-			continue;
-		char c = *p;
-
-		*p = 0;
-		if (mkdir(tmp, 0750) < 0 && errno != EEXIST)
-			return -errno;
-		*p = c;
-		if (!c)
-			break;
-	}
-	return 0;
-}
 
 static int cmp_entry(const void *a, const void *b)
 {
@@ -68,7 +46,7 @@ int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 		return -ENOMEM;
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	s->fsync = do_fsync;
-	r = mkdir_p(dir);
+	r = mkdir_parents(dir, true);
 	if (r < 0)
 		goto fail;
 	s->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
