@@ -67,8 +67,11 @@ def scenario_exact(agent_bin, wl_bin, mechanism="auto", maps="", syscall=""):
         c.check(all("atomic updates" in p["detail"] for r in agents for p in r["probes"]
                     if p["mechanism"] != "off"),
                 "atomic updates in effect")
-    drops = sum(sum(r["drops"].values()) for r in agents)
-    c.eq(drops, 0, "no drops at default sizes")
+    # exit_without_entry is inherent: a call already blocked when the probes
+    # attached (a background read on a pipe) returns later without its entry
+    drops = sum(v for r in agents for k, v in r["drops"].items() if k != "exit_without_entry")
+    c.eq(drops, 0, "no drops at default sizes (calls in flight at attach aside: %d)"
+         % sum(r["drops"]["exit_without_entry"] for r in agents))
     seen = sum(r["events"] for r in agents)
     counted = sum(o["count"] for r in recs if r["type"] == "features" for o in r["ops"].values())
     unattributed = sum(o["count"] for r in agents for o in r["unattributed"].values())
@@ -225,8 +228,11 @@ def scenario_pagecache(agent_bin, wl_bin, mechanism="auto"):
     os.sync()
     a = Agent(agent_bin, 'interval = 0.25;\nprobes = { pagecache = { mechanism = "%s"; }; };\n'
               % mechanism)
-    with open("/proc/sys/vm/drop_caches", "w") as f:
-        f.write("3")
+    # evict this file only: a global drop_caches would also evict the child's
+    # own interpreter pages, whose faults would then count as its misses
+    fd = os.open(src, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -254,7 +260,10 @@ def scenario_pagecache(agent_bin, wl_bin, mechanism="auto"):
         c.check(pages <= cold["added_pages"] <= pages + 128,
                 "cold read brings the file in: %d pages added for %d (metadata slack 128)"
                 % (cold["added_pages"], pages))
-        c.eq(cold["read_miss_bytes_est"], size, "cold read: all of it estimated from the device")
+        # an estimate: metadata pages the read dirtied (atime) count against it
+        c.check(size - (64 << 10) <= cold["read_miss_bytes_est"] <= size,
+                "cold read: estimated from the device, %d of %d bytes (metadata slack 64 KiB)"
+                % (cold["read_miss_bytes_est"], size))
         c.eq(warm["added_pages"], 0, "warm read adds nothing")
         c.eq(warm["read_hit_bytes_est"], size, "warm read: all of it from memory")
     dirtied = sum(r["page_cache"]["dirtied_pages"] for r in mine) * 4096
