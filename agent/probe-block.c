@@ -11,6 +11,7 @@
 #include "block.skel.h"
 #include "counters.h"
 #include "log.h"
+#include "mechanism.h"
 #include "macro.h"
 #include "probe-block.h"
 #include "progstats.h"
@@ -86,6 +87,28 @@ static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enu
 	return block_bpf__attach(skel);
 }
 
+struct attempt {
+	struct probe_block *p;
+	const struct dc_config *cfg;
+	bool plain_updates;
+};
+
+static int attempt(void *ctx, int m)
+{
+	struct attempt *a = ctx;
+
+	return try_mechanism(a->p, a->cfg, (enum mech)m, a->plain_updates);
+}
+
+static void undo(void *ctx)
+{
+	struct probe_block *p = ((struct attempt *)ctx)->p;
+
+	block_bpf__destroy(p->skel);
+	p->skel = NULL;
+	winmap_close(&p->agg);
+}
+
 int probe_block_new(const struct dc_config *cfg, struct probe_block **ret)
 {
 	/* Never plain adds here, whatever the preemption model: completions run
@@ -105,31 +128,21 @@ int probe_block_new(const struct dc_config *cfg, struct probe_block **ret)
 	p->ncpus = libbpf_num_possible_cpus();
 	/* the same layout rule as the syscall maps, for the smaller block map */
 	p->percpu = strcmp(cfg->map_layout, "shared") != 0;
-	for (int i = 0; i < MECH_MAX; i++)
-		if (!strcmp(cfg->block_mechanism, mech_names[i]))
-			first = last = (enum mech)i;
-	for (enum mech m = first; m <= last; m++) {
-		r = try_mechanism(p, cfg, m, plain_updates);
-		if (!r) {
-			p->mech = m;
-			snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s updates",
-				 off ? "; " : "", plain_updates ? "plain" : "atomic");
-			log_info("block probes attached with %s", mech_names[m]);
-			*ret = TAKE_PTR(p);
-			return 0;
-		}
-		log_notice("block probes: %s refused by this kernel (%s)%s", mech_names[m],
-			   strerror(-r), m < last ? ", trying the next mechanism" : "");
-		off +=
-		    (size_t)snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s refused: %s",
-				     off ? "; " : "", mech_names[m], strerror(-r));
-		if (off >= sizeof(p->detail))
-			off = sizeof(p->detail) - 1;
-		block_bpf__destroy(p->skel);
-		p->skel = NULL;
-		winmap_close(&p->agg);
+	if (strcmp(cfg->block_mechanism, "auto"))
+		first = last = (enum mech)mech_find(mech_names, MECH_MAX, cfg->block_mechanism);
+	{
+		struct attempt a = {p, cfg, plain_updates};
+
+		r = mech_choose("block", mech_names, first, last, attempt, undo, &a, p->detail,
+				sizeof(p->detail), &off);
 	}
-	return r;
+	if (r < 0)
+		return r;
+	p->mech = (enum mech)r;
+	snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s updates", off ? "; " : "",
+		 plain_updates ? "plain" : "atomic");
+	*ret = TAKE_PTR(p);
+	return 0;
 }
 
 const char *probe_block_mechanism(const struct probe_block *p)

@@ -9,6 +9,7 @@
 
 #include "counters.h"
 #include "log.h"
+#include "mechanism.h"
 #include "macro.h"
 #include "pagecache.skel.h"
 #include "probe-pagecache.h"
@@ -77,6 +78,28 @@ static int try_mechanism(struct probe_pagecache *p, const struct dc_config *cfg,
 	return r;
 }
 
+struct attempt {
+	struct probe_pagecache *p;
+	const struct dc_config *cfg;
+	bool percpu, plain_updates;
+};
+
+static int attempt(void *ctx, int m)
+{
+	struct attempt *a = ctx;
+
+	return try_mechanism(a->p, a->cfg, (enum mech)m, a->percpu, a->plain_updates);
+}
+
+static void undo(void *ctx)
+{
+	struct probe_pagecache *p = ((struct attempt *)ctx)->p;
+
+	pagecache_bpf__destroy(p->skel);
+	p->skel = NULL;
+	winmap_close(&p->agg);
+}
+
 int probe_pagecache_new(const struct dc_config *cfg, struct probe_pagecache **ret)
 {
 	/* atomic adds always: page-cache tracepoints are not confined to task
@@ -92,34 +115,24 @@ int probe_pagecache_new(const struct dc_config *cfg, struct probe_pagecache **re
 		return -ENOMEM;
 	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
 	p->ncpus = libbpf_num_possible_cpus();
-	for (int i = 0; i < MECH_MAX; i++)
-		if (!strcmp(cfg->pagecache_mechanism, mech_names[i]))
-			first = last = (enum mech)i;
-	for (enum mech m = first; m <= last; m++) {
-		r = try_mechanism(p, cfg, m, percpu, percpu && plain_updates);
-		if (!r) {
-			p->mech = m;
-			snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s updates; %s",
-				 off ? "; " : "", percpu && plain_updates ? "plain" : "atomic",
-				 m == MECH_TP_BTF ? "large folios counted by their pages"
-						  : "large folios by the tracepoint's order, "
-						    "dirtying one page per event");
-			log_info("page-cache probes attached with %s", mech_names[m]);
-			*ret = TAKE_PTR(p);
-			return 0;
-		}
-		log_notice("page-cache probes: %s refused by this kernel (%s)%s", mech_names[m],
-			   strerror(-r), m < last ? ", trying the next mechanism" : "");
-		off +=
-		    (size_t)snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s refused: %s",
-				     off ? "; " : "", mech_names[m], strerror(-r));
-		if (off >= sizeof(p->detail))
-			off = sizeof(p->detail) - 1;
-		pagecache_bpf__destroy(p->skel);
-		p->skel = NULL;
-		winmap_close(&p->agg);
+	if (strcmp(cfg->pagecache_mechanism, "auto"))
+		first = last = (enum mech)mech_find(mech_names, MECH_MAX, cfg->pagecache_mechanism);
+	{
+		struct attempt a = {p, cfg, percpu, percpu && plain_updates};
+
+		r = mech_choose("page-cache", mech_names, first, last, attempt, undo, &a, p->detail,
+				sizeof(p->detail), &off);
 	}
-	return r;
+	if (r < 0)
+		return r;
+	p->mech = (enum mech)r;
+	snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s updates; %s", off ? "; " : "",
+		 percpu && plain_updates ? "plain" : "atomic",
+		 p->mech == MECH_TP_BTF
+		     ? "large folios counted by their pages"
+		     : "large folios by the tracepoint's order, dirtying one page per event");
+	*ret = TAKE_PTR(p);
+	return 0;
 }
 
 const char *probe_pagecache_mechanism(const struct probe_pagecache *p)

@@ -11,6 +11,7 @@
 #include "counters.h"
 #include "drain.h"
 #include "log.h"
+#include "mechanism.h"
 #include "macro.h"
 #include "ops.h"
 #include "preempt.h"
@@ -155,6 +156,25 @@ static void reset_attempt(struct probe_syscall *p)
 	probe_close_maps(p);
 }
 
+struct attempt {
+	struct probe_syscall *p;
+	const struct dc_config *cfg;
+	bool task_storage;
+};
+
+static int attempt(void *ctx, int m)
+{
+	struct attempt *a = ctx;
+	int r = m == MECH_TRACEPOINT ? ensure_tracefs() : 0;
+
+	return r ? r : try_mechanism(a->p, a->cfg, (enum mech)m, a->task_storage);
+}
+
+static void undo(void *ctx)
+{
+	reset_attempt(((struct attempt *)ctx)->p);
+}
+
 int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 {
 	_cleanup_(probe_syscall_freep) struct probe_syscall *p = NULL;
@@ -194,48 +214,32 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 		    "probes.syscall.entry_stash is \"task_storage\" but "
 		    "this kernel has no BPF task storage (5.11+); use \"auto\" or \"hash\"");
 
-	if (strcmp(cfg->syscall_mechanism, "auto")) {
-		for (int i = 0; i < MECH_MAX; i++)
-			if (!strcmp(cfg->syscall_mechanism, mech_names[i]))
-				first = last = (enum mech)i;
+	if (strcmp(cfg->syscall_mechanism, "auto"))
+		first = last = (enum mech)mech_find(mech_names, MECH_MAX, cfg->syscall_mechanism);
+	{
+		struct attempt a = {p, cfg, task_storage};
+
+		r = mech_choose("syscall", mech_names, first, last, attempt, undo, &a, p->detail,
+				sizeof(p->detail), &off);
 	}
-	for (enum mech m = first; m <= last; m++) {
-		r = m == MECH_TRACEPOINT ? ensure_tracefs() : 0;
-		if (!r)
-			r = try_mechanism(p, cfg, m, task_storage);
-		if (!r) {
-			p->mech = m;
-			off += (size_t)snprintf(
-			    p->detail + off, sizeof(p->detail) - off,
-			    "%sentry stash in %s; %s updates (preemption %s, from %s)",
-			    off ? "; " : "", task_storage ? "task storage" : "a per-thread hash",
-			    p->plain_updates ? "plain" : "atomic", preempt_name(p->preempt),
-			    p->preempt_why);
-			log_info("syscall probes attached with %s (%s, %s maps of %llu keys, %s "
-				 "updates: "
-				 "preemption %s from %s)",
-				 mech_names[m], task_storage ? "task storage" : "thread hash",
-				 p->percpu ? "per-CPU" : "shared", (unsigned long long)p->max_keys,
-				 p->plain_updates ? "plain" : "atomic", preempt_name(p->preempt),
-				 p->preempt_why);
-			*ret = TAKE_PTR(p);
-			return 0;
-		}
-		if (r == -EPERM || r == -EACCES)
-			return log_error_errno(
-			    r, "Not allowed to load BPF programs (%m): run datacrumbs "
-			       "as root, or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE");
-		log_notice("syscall probes: %s refused by this kernel (%s)%s", mech_names[m],
-			   strerror(-r), m < last ? ", trying the next mechanism" : "");
-		off +=
-		    (size_t)snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s refused: %s",
-				     off ? "; " : "", mech_names[m], strerror(-r));
-		if (off >= sizeof(p->detail))
-			off = sizeof(p->detail) - 1;
-		reset_attempt(p);
-	}
-	return log_error_errno(r, "No mechanism could attach the system-call probes (%s)",
-			       p->detail);
+	if (r == -EPERM || r == -EACCES)
+		return log_error_errno(
+		    r, "Not allowed to load BPF programs (%m): run datacrumbs "
+		       "as root, or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE");
+	if (r < 0)
+		return log_error_errno(r, "No mechanism could attach the system-call probes (%s)",
+				       p->detail);
+	p->mech = (enum mech)r;
+	snprintf(p->detail + off, sizeof(p->detail) - off,
+		 "%sentry stash in %s; %s updates (preemption %s, from %s)", off ? "; " : "",
+		 task_storage ? "task storage" : "a per-thread hash",
+		 p->plain_updates ? "plain" : "atomic", preempt_name(p->preempt), p->preempt_why);
+	log_info("syscall probes: %s, %s maps of %llu keys, %s updates (preemption %s from %s)",
+		 task_storage ? "task storage" : "thread hash", p->percpu ? "per-CPU" : "shared",
+		 (unsigned long long)p->max_keys, p->plain_updates ? "plain" : "atomic",
+		 preempt_name(p->preempt), p->preempt_why);
+	*ret = TAKE_PTR(p);
+	return 0;
 }
 
 const char *probe_syscall_mechanism(const struct probe_syscall *p)
