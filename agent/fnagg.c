@@ -31,17 +31,9 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 	const struct dc_fn_key *k = key;
 	struct dc_fn_entry *e;
 
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 64;
-		void *n = realloc(a->entries, cap * sizeof(*a->entries));
-
-		if (!n)
-			return -ENOMEM;
-		a->entries = n;
-		a->cap = cap;
-	}
-	e = &a->entries[a->n++];
-	memset(e, 0, sizeof(*e));
+	e = VEC_PUSH(a->entries, a->n, a->cap);
+	if (!e)
+		return -ENOMEM;
 	e->cgroup_id = k->cgroup_id;
 	e->tgid = k->tgid;
 	e->func = k->func;

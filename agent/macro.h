@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define _cleanup_(f)  __attribute__((cleanup(f)))
@@ -49,5 +50,28 @@ static inline void closep(int *fd)
 #define USEC_PER_SEC  1000000ULL
 #define NSEC_PER_USEC 1000ULL
 #define NSEC_PER_SEC  1000000000ULL
+
+/*
+ * Append a zeroed element to a growable array (doubling, from 64) and
+ * evaluate to it, or to NULL when memory runs out. A macro so the array is
+ * reallocated through its own pointer type (no void ** aliasing).
+ */
+#define VEC_PUSH(arr, n, cap)                                                  \
+	({                                                                     \
+		typeof(arr) _e = NULL;                                         \
+		if ((n) == (cap)) {                                            \
+			size_t _c = (cap) ? (cap)*2 : 64;                      \
+			typeof(arr) _np = realloc((arr), _c * sizeof(*(arr))); \
+			if (_np) {                                             \
+				(arr) = _np;                                   \
+				(cap) = _c;                                    \
+			}                                                      \
+		}                                                              \
+		if ((n) < (cap)) {                                             \
+			_e = &(arr)[(n)++];                                    \
+			memset(_e, 0, sizeof(*_e));                            \
+		}                                                              \
+		_e;                                                            \
+	})
 
 #endif

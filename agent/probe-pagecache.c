@@ -159,17 +159,9 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 	const struct dc_pc_key *k = key;
 	struct dc_pc_entry *e;
 
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 64;
-		void *n = realloc(p->entries, cap * sizeof(*p->entries));
-
-		if (!n)
-			return -ENOMEM;
-		p->entries = n;
-		p->cap = cap;
-	}
-	e = &p->entries[p->n++];
-	memset(e, 0, sizeof(*e));
+	e = VEC_PUSH(p->entries, p->n, p->cap);
+	if (!e)
+		return -ENOMEM;
 	e->cgroup_id = k->cgroup_id;
 	e->tgid = k->tgid;
 	for (int c = 0; c < ncpus; c++)
