@@ -329,7 +329,10 @@ def scenario_libraries(agent_bin, wl_bin):
     agents = [r for r in recs if r["type"] == "agent"]
     c.check(all(p2["mechanism"] == "uprobe" for r in agents for p2 in r["probes"]
                 if p2["name"] == "libraries"), "libraries probe reported as uprobe")
-    c.eq(sum(sum(r["libraries"]["drops"].values()) for r in agents), 0, "no library drops")
+    # return_without_entry / orphan_entries are inherent at attach: another
+    # process already inside a probed libc call returns without a seen entry
+    lost = sum(r["libraries"]["drops"][k] for r in agents for k in ("agg_map_full", "too_deep"))
+    c.eq(lost, 0, "no library calls lost (map full, too deep)")
     c.done()
 
 
