@@ -120,6 +120,17 @@ static void device_name(uint32_t dev, char *out, size_t len)
 	fclose(f);
 }
 
+/* A family's drain failed: its counts stay in the kernel map (the flip did
+ * not happen, or the map keeps what was not read) and go out with the next
+ * window, so this is a warning, not a loss. */
+static void drain_failed(int r, const char *family, uint64_t seq)
+{
+	if (r < 0)
+		log_warning_errno(r,
+				  "Window %llu: cannot drain the %s maps: %m; retrying next window",
+				  (unsigned long long)seq, family);
+}
+
 /* Hand the record in m->rec to every sink; 0 if at least one took it. */
 static int manager_write(struct manager *m, enum dc_rec_type type, const struct dc_window *w)
 {
@@ -293,55 +304,23 @@ static int manager_close_window(struct manager *m)
 	struct dc_window w;
 	struct dc_record_ctx ctx;
 	uint64_t t0, records = 0, events = 0;
-	int r;
 
 	windows_close(&m->win, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_REALTIME) / 1000, &w);
 	ctx = (struct dc_record_ctx){
 	    .host = m->host, .run_id = m->run_id, .boot_id = m->boot_id, .w = &w};
 
-	r = probe_syscall_flip_and_drain(m->sys, &res);
-	if (r < 0)
-		/* the counts stay in the kernel map and are drained with the next window */
-		log_warning_errno(
-		    r, "Window %llu: cannot drain the syscall maps: %m; retrying next window",
-		    (unsigned long long)w.seq);
+	drain_failed(probe_syscall_flip_and_drain(m->sys, &res), "syscall", w.seq);
 
-	if (m->blk) {
-		r = probe_block_flip_and_drain(m->blk, &bres);
-		if (r < 0)
-			log_warning_errno(r,
-					  "Window %llu: cannot drain the block maps: %m; retrying "
-					  "next window",
-					  (unsigned long long)w.seq);
-	}
-
-	if (m->pc) {
-		r = probe_pagecache_flip_and_drain(m->pc, &pres);
-		if (r < 0)
-			log_warning_errno(r,
-					  "Window %llu: cannot drain the page-cache maps: %m; "
-					  "retrying next window",
-					  (unsigned long long)w.seq);
-	}
-
+	if (m->blk)
+		drain_failed(probe_block_flip_and_drain(m->blk, &bres), "block", w.seq);
+	if (m->pc)
+		drain_failed(probe_pagecache_flip_and_drain(m->pc, &pres), "page-cache", w.seq);
 	if (m->up) {
-		r = probe_uprobe_flip_and_drain(m->up, &ures);
-		if (r < 0)
-			log_warning_errno(
-			    r,
-			    "Window %llu: cannot drain the library maps: %m; retrying "
-			    "next window",
-			    (unsigned long long)w.seq);
+		drain_failed(probe_uprobe_flip_and_drain(m->up, &ures), "library", w.seq);
 		qsort(ures.entries, ures.n, sizeof(*ures.entries), up_cmp);
 	}
 	if (m->vfs) {
-		r = probe_vfs_flip_and_drain(m->vfs, &vres);
-		if (r < 0)
-			log_warning_errno(
-			    r,
-			    "Window %llu: cannot drain the VFS maps: %m; retrying next "
-			    "window",
-			    (unsigned long long)w.seq);
+		drain_failed(probe_vfs_flip_and_drain(m->vfs, &vres), "VFS", w.seq);
 		qsort(vres.entries, vres.n, sizeof(*vres.entries), up_cmp);
 	}
 

@@ -193,9 +193,9 @@ static __always_inline void on_complete(struct request *rq, unsigned int nr_byte
 	struct dc_blk_inflight *f = bpf_map_lookup_elem(&inflight, &key);
 	struct dc_blk_key k = {};
 	struct dc_blk_val *v;
-	__u32 zero = 0, op;
+	__u32 op;
 	bool final;
-	void *inner;
+	bool inserted;
 
 	if (!f || !f->issue_ns) {
 		count(DC_BLK_CNT_NO_ISSUE);
@@ -221,19 +221,12 @@ static __always_inline void on_complete(struct request *rq, unsigned int nr_byte
 	if (final)
 		bpf_map_delete_elem(&inflight, &key);
 
-	inner = bpf_map_lookup_elem(&agg_gen, &zero);
-	if (!inner)
-		return;
-	v = bpf_map_lookup_elem(inner, &k);
+	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
 	if (!v) {
-		bpf_map_update_elem(inner, &k, &zero_val, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(inner, &k);
-		if (!v) {
-			count(DC_BLK_CNT_AGG_FULL);
-			v = bpf_map_lookup_elem(&blk_overflow, &op);
-			if (!v)
-				return;
-		}
+		count(DC_BLK_CNT_AGG_FULL);
+		v = bpf_map_lookup_elem(&blk_overflow, &op);
+		if (!v)
+			return;
 	}
 	dc_add(&v->bytes, nr_bytes);
 	if (!final)

@@ -52,6 +52,27 @@ extern const volatile bool plain_updates;
 		__type(value, __u64);                    \
 	} name SEC(".maps")
 
+/*
+ * The value of key in the window being filled, inserted zeroed on its first
+ * use (*inserted then says so). NULL when the window map is full: the
+ * caller counts that and falls back to its overflow totals.
+ */
+static __always_inline void *dc_window_value(void *agg_gen, const void *key, const void *zero,
+					     bool *inserted)
+{
+	__u32 slot = 0;
+	void *inner = bpf_map_lookup_elem(agg_gen, &slot), *v;
+
+	*inserted = false;
+	if (!inner)
+		return NULL;
+	v = bpf_map_lookup_elem(inner, key);
+	if (v)
+		return v;
+	*inserted = !bpf_map_update_elem(inner, key, zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(inner, key);
+}
+
 static __always_inline void dc_count(void *counters, __u32 which)
 {
 	__u64 *c = bpf_map_lookup_elem(counters, &which);

@@ -60,8 +60,8 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes)
 	struct dc_fn_key k = {};
 	struct dc_fn_stack *st;
 	struct dc_fn_val *v;
-	__u32 zero = 0, d;
-	void *inner;
+	__u32 d;
+	bool inserted;
 
 	k.tgid = BPF_CORE_READ(task, tgid);
 	if (k.tgid == agent_tgid)
@@ -99,17 +99,10 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes)
 
 	k.cgroup_id = bpf_get_current_cgroup_id();
 	k.func = func;
-	inner = bpf_map_lookup_elem(&agg_gen, &zero);
-	if (!inner)
-		return;
-	v = bpf_map_lookup_elem(inner, &k);
+	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
 	if (!v) {
-		bpf_map_update_elem(inner, &k, &zero_val, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(inner, &k);
-		if (!v) {
-			count(DC_FN_CNT_AGG_FULL);
-			return;
-		}
+		count(DC_FN_CNT_AGG_FULL);
+		return;
 	}
 	dc_add(&v->time_ns, lat);
 	dc_add(&v->lat_hist[dc_hist_slot(lat, DC_LAT_SLOTS)], 1);

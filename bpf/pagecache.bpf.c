@@ -44,25 +44,18 @@ static __always_inline void account(int what, __u64 pages)
 	struct dc_pc_key k = {};
 	struct dc_pc_val *v;
 	__u32 zero = 0;
-	void *inner;
+	bool inserted;
 
 	k.tgid = BPF_CORE_READ(task, mm) ? BPF_CORE_READ(task, tgid) : 0;
 	if (k.tgid && k.tgid == agent_tgid)
 		return;
 	k.cgroup_id = k.tgid ? bpf_get_current_cgroup_id() : 0;
-	inner = bpf_map_lookup_elem(&agg_gen, &zero);
-	if (!inner)
-		return;
-	v = bpf_map_lookup_elem(inner, &k);
+	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
 	if (!v) {
-		bpf_map_update_elem(inner, &k, &zero_val, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(inner, &k);
-		if (!v) {
-			dc_count(&pc_counters, DC_PC_CNT_AGG_FULL);
-			v = bpf_map_lookup_elem(&pc_overflow, &zero);
-			if (!v)
-				return;
-		}
+		dc_count(&pc_counters, DC_PC_CNT_AGG_FULL);
+		v = bpf_map_lookup_elem(&pc_overflow, &zero);
+		if (!v)
+			return;
 	}
 	dc_add(&v->events, 1);
 	if (what == ADDED)

@@ -143,13 +143,13 @@ static __always_inline void proc_note(__u32 tgid)
 
 static __always_inline void on_exit(long nr, long ret)
 {
-	__u32 op = lookup_op(nr), zero = 0, src, tgid;
+	__u32 op = lookup_op(nr), src, tgid;
 	struct dc_agg_key key = {};
 	struct task_struct *task;
 	struct dc_agg_val *v;
 	__u64 ts, size, lat, bytes = 0;
 	bool sized = false;
-	void *inner;
+	bool inserted;
 
 	if (!op)
 		return;
@@ -173,20 +173,14 @@ static __always_inline void on_exit(long nr, long ret)
 	key.cgroup_id = bpf_get_current_cgroup_id();
 	key.tgid = tgid;
 	key.op = op;
-	inner = bpf_map_lookup_elem(&agg_gen, &zero);
-	if (!inner)
-		return;
-	v = bpf_map_lookup_elem(inner, &key);
+	v = dc_window_value(&agg_gen, &key, &zero_val, &inserted);
+	if (inserted)
+		proc_note(tgid);
 	if (!v) {
-		if (!bpf_map_update_elem(inner, &key, &zero_val, BPF_NOEXIST))
-			proc_note(tgid);
-		v = bpf_map_lookup_elem(inner, &key);
-		if (!v) {
-			count(DC_CNT_AGG_FULL);
-			v = bpf_map_lookup_elem(&agg_overflow, &op);
-			if (!v)
-				return;
-		}
+		count(DC_CNT_AGG_FULL);
+		v = bpf_map_lookup_elem(&agg_overflow, &op);
+		if (!v)
+			return;
 	}
 	dc_add(&v->time_ns, lat);
 	dc_add(&v->lat_hist[dc_hist_slot(lat, DC_LAT_SLOTS)], 1);
