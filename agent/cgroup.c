@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "jobid.h"
 #include "macro.h"
 
 #define CACHE_SLOTS   4096 /* power of two; a miss evicts whatever holds the slot */
@@ -16,6 +17,7 @@
 struct cg_slot {
 	uint64_t id;
 	char *path;
+	struct dc_jobid *job; /* parsed once with the path; NULL when nothing found */
 };
 
 struct cgroup_cache {
@@ -80,8 +82,10 @@ struct cgroup_cache *cgroup_cache_free(struct cgroup_cache *c)
 {
 	if (!c)
 		return NULL;
-	for (size_t i = 0; i < CACHE_SLOTS; i++)
+	for (size_t i = 0; i < CACHE_SLOTS; i++) {
 		free(c->slots[i].path);
+		free(c->slots[i].job);
+	}
 	close(c->root_fd);
 	free(c);
 	return NULL;
@@ -111,17 +115,43 @@ static char *resolve(struct cgroup_cache *c, uint64_t id)
 	return strdup(path[c->root_len] ? path + c->root_len : "/");
 }
 
+/* An unresolved id is retried at each lookup (it may not be visible yet),
+ * so a NULL path does not mark the slot as filled. */
+static struct cg_slot *lookup(struct cgroup_cache *c, uint64_t id)
+{
+	struct cg_slot *s = &c->slots[(id * 0x9E3779B97F4A7C15ULL) >> 52 & (CACHE_SLOTS - 1)];
+	struct dc_jobid job;
+
+	if (s->path && s->id == id)
+		return s;
+	free(s->path);
+	free(s->job);
+	s->job = NULL;
+	s->id = id;
+	s->path = resolve(c, id);
+	if (s->path) {
+		jobid_parse(s->path, &job);
+		/* most cgroups carry at least a unit; the rest need no memory */
+		if (!jobid_empty(&job)) {
+			s->job = malloc(sizeof(job));
+			if (s->job)
+				*s->job = job;
+		}
+	}
+	return s;
+}
+
 const char *cgroup_cache_path(struct cgroup_cache *c, uint64_t id)
 {
 	struct cg_slot *s;
 
 	if (!c)
 		return "";
-	s = &c->slots[(id * 0x9E3779B97F4A7C15ULL) >> 52 & (CACHE_SLOTS - 1)];
-	if (s->path && s->id == id)
-		return s->path;
-	free(s->path);
-	s->id = id;
-	s->path = resolve(c, id);
+	s = lookup(c, id);
 	return s->path ? s->path : "";
+}
+
+const struct dc_jobid *cgroup_cache_job(struct cgroup_cache *c, uint64_t id)
+{
+	return c ? lookup(c, id)->job : NULL;
 }

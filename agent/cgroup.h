@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+struct dc_jobid;
+
 /*
  * cgroup id -> path below the cgroup2 root ("/system.slice/x.service").
  * A cgroup2 id is the kernfs inode of its directory; the kernel opens it by
@@ -17,5 +19,8 @@ struct cgroup_cache;
 int cgroup_cache_new(const char *root, struct cgroup_cache **ret);
 struct cgroup_cache *cgroup_cache_free(struct cgroup_cache *c);
 const char *cgroup_cache_path(struct cgroup_cache *c, uint64_t id);
+/* The job identity in that path (jobid.h), parsed once per cached cgroup;
+ * NULL when the path is unresolved or names nothing known. */
+const struct dc_jobid *cgroup_cache_job(struct cgroup_cache *c, uint64_t id);
 
 #endif

@@ -62,6 +62,15 @@ static const struct dc_cfg_item items[] = {
     {"maps.pagecache_max_keys", CFG_INT, F(pagecache_max_keys), "4096", 16, 1 << 20, NULL,
      "distinct (process, cgroup) page-cache keys per window; beyond, activity is counted in "
      "the agent record's page_cache.unattributed"},
+    {"probes.io_uring.enable", CFG_BOOL, F(uring_enable), "true", 0, 0, NULL,
+     "time every io_uring request from submission to completion and attribute it, per "
+     "opcode, to the process and cgroup that submitted it"},
+    {"probes.io_uring.mechanism", CFG_STRING, F(uring_mechanism), "auto", 0, 0,
+     "auto|tp_btf|tracepoint",
+     "how the io_uring probes attach; auto takes tp_btf, else the classic tracepoints"},
+    {"maps.io_uring_max_keys", CFG_INT, F(uring_max_keys), "4096", 16, 1 << 20, NULL,
+     "distinct (process, cgroup, opcode) io_uring keys per window; beyond, completions are "
+     "counted in the agent record's io_uring.unattributed"},
     {"maps.library_max_keys", CFG_INT, F(library_max_keys), "4096", 16, 1 << 20, NULL,
      "distinct (process, cgroup, library function) keys per window"},
     {"maps.library_max_functions", CFG_INT, F(library_max_functions), "512", 1, 65536, NULL,
@@ -77,6 +86,21 @@ static const struct dc_cfg_item items[] = {
     {"maps.block_max_keys", CFG_INT, F(block_max_keys), "4096", 16, 1 << 20, NULL,
      "distinct (device, operation, process, cgroup) block keys per window; beyond, requests "
      "are counted per operation in the agent record's block.unattributed"},
+    {"probes.files.enable", CFG_BOOL, F(files_enable), "true", 0, 0, NULL,
+     "follow each process's I/O per file (by the descriptor's inode): access pattern "
+     "counters in Darshan's terms, and per-file records when granularity is \"file\""},
+    {"probes.files.granularity", CFG_STRING, F(files_granularity), "process", 0, 0, "process|file",
+     "process: access-pattern totals in each process's features record; file: also one "
+     "\"file\" record per (process, file) and window, and \"filename\" dictionary records"},
+    {"maps.files_max_keys", CFG_INT, F(files_max_keys), "4096", 16, 1 << 20, NULL,
+     "distinct (process, cgroup, file) keys per window; beyond, file I/O is counted in the "
+     "agent record's files.unattributed"},
+    {"maps.files_max_positions", CFG_INT, F(files_max_positions), "65536", 64, 1 << 22, NULL,
+     "(process, file) pairs whose last offsets are remembered (LRU) for the sequential and "
+     "consecutive counts"},
+    {"maps.files_ring_kib", CFG_INT, F(files_ring_kib), "1024", 4, 1 << 20, NULL,
+     "ring buffer for file names (rounded up to a power of two pages); a full ring loses "
+     "names, counted in the agent record, never counts"},
     {"kafka.brokers", CFG_STRING, F(kafka_brokers), "", 0, 0, NULL,
      "bootstrap servers (host:port,...); empty: no Kafka, records go to output.path only"},
     {"kafka.topics.features", CFG_STRING, F(kafka_topic_features), "datacrumbs.features", 0, 0,

@@ -38,6 +38,9 @@ struct dc_config {
 	bool pagecache_enable;
 	char pagecache_mechanism[16]; /* auto | tp_btf | tracepoint */
 	int64_t pagecache_max_keys;
+	bool uring_enable;
+	char uring_mechanism[16]; /* auto | tp_btf | tracepoint */
+	int64_t uring_max_keys;
 	struct dc_lib_cfg libs[DC_MAX_LIBS];
 	int n_libs;
 	int64_t library_max_keys;
@@ -45,6 +48,11 @@ struct dc_config {
 	bool vfs_enable;
 	char vfs_mechanism[16]; /* auto | fentry | kprobe */
 	int64_t vfs_max_keys;
+	bool files_enable;
+	char files_granularity[16]; /* process | file */
+	int64_t files_max_keys;
+	int64_t files_max_positions;
+	int64_t files_ring_kib;
 	bool exclude_self;
 	char kafka_brokers[DC_STR_MAX]; /* "" = no Kafka */
 	char kafka_topic_features[256];

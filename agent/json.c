@@ -253,3 +253,9 @@ void json_bool(struct dc_json *j, bool v)
 	json_value(j);
 	buf_put(j->b, v ? "true" : "false", v ? 4 : 5);
 }
+
+void json_null(struct dc_json *j)
+{
+	json_value(j);
+	buf_put(j->b, "null", 4);
+}

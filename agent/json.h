@@ -46,6 +46,7 @@ void json_u64(struct dc_json *j, uint64_t v);
 void json_i64(struct dc_json *j, int64_t v);
 void json_double(struct dc_json *j, double v);
 void json_bool(struct dc_json *j, bool v);
+void json_null(struct dc_json *j);
 
 /* Escape s (n bytes) as a JSON string literal, quotes included. */
 void json_escape(struct dc_buf *b, const char *s, size_t n);

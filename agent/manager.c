@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +18,14 @@
 #include "manager.h"
 #include "probe-block.h"
 #include "probe-pagecache.h"
+#include "probe-uring.h"
 #include "probe-uprobe.h"
 #include "probe-vfs.h"
+#include "probe-file.h"
 #include "probe-syscall.h"
 #include "record.h"
 #include "selfstat.h"
+#include "uring-ops.h"
 #include "sink.h"
 #include "window.h"
 
@@ -36,8 +41,16 @@ struct manager {
 	struct probe_pagecache *pc; /* likewise */
 	struct probe_uprobe *up;    /* NULL when no library is configured */
 	struct probe_vfs *vfs;	    /* NULL when off or refused by the kernel */
+	struct probe_file *files;   /* owned by sys; NULL when the file layer is off */
+	sd_event_source *files_io;
+	const struct dc_file_drain *fres; /* the window being published */
+	struct fhash_seen *fh_seen;	  /* names already published this run */
 	struct dc_lib_stat *libstats;
 	size_t libstats_cap;
+	struct probe_uring *ur;			     /* NULL when off or refused by the kernel */
+	const struct dc_uring_drain *urd;	     /* the window being published */
+	struct dc_lib_stat urstats[DC_URING_OP_MAX]; /* scratch: one process's opcodes */
+	char urnames[DC_URING_OP_MAX][8];	     /* "op_<n>" of opcodes the table lacks */
 	uint64_t page_size;
 	char vfs_detail[512];	   /* why the VFS layer is off, when it is */
 	struct dc_agg_entry *only; /* scratch: processes seen only by block or page cache */
@@ -51,7 +64,7 @@ struct manager {
 	char boot_id[40];
 	struct dc_buf rec;
 	struct dc_selfstat self;
-	struct dc_probe_report probes[5];
+	struct dc_probe_report probes[10];
 	size_t n_probes;
 	bool stopping;
 };
@@ -87,6 +100,9 @@ struct manager *manager_free(struct manager *m)
 	m->pc = probe_pagecache_free(m->pc);
 	m->up = probe_uprobe_free(m->up);
 	m->vfs = probe_vfs_free(m->vfs);
+	m->ur = probe_uring_free(m->ur);
+	sd_event_source_unref(m->files_io);
+	free(m->fh_seen);
 	free(m->libstats);
 	m->cgroups = cgroup_cache_free(m->cgroups);
 	/* Kafka's final flush happens here, after the last window was handed over */
@@ -216,19 +232,50 @@ static const char *vfs_feature(struct manager *m, uint32_t func)
 	return probe_vfs_feature(func);
 }
 
+/* One file record per (process, file), each preceded by its name's
+ * dictionary record the first time this run publishes that name. */
+static void emit_files(struct manager *m, const struct dc_record_ctx *ctx,
+		       const struct dc_proc_ident *id, const struct dc_file_entry *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct fname *fn = probe_file_name(m->files, e[i].dev, e[i].ino, ctx->w->seq);
+		char hex[17] = "";
+
+		if (fn) {
+			filepath_hash_hex(fn->hash, hex);
+			if (fhash_first(m->fh_seen, fn->hash)) {
+				buf_reset(&m->rec);
+				record_filename(&m->rec, ctx, hex, fn->path, fn->truncated, fn->dev,
+						fn->ino);
+				if (!m->rec.err)
+					manager_write(m, DC_REC_FILENAME, ctx->w);
+			}
+		}
+		buf_reset(&m->rec);
+		record_file(&m->rec, ctx, id, &e[i], hex);
+		if (!m->rec.err)
+			manager_write(m, DC_REC_FILE, ctx->w);
+	}
+}
+
 static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uint32_t tgid,
 			 uint64_t cgroup_id, const struct dc_agg_entry *e, size_t n,
 			 const struct dc_blk_drain *bres, const struct dc_pc_drain *pres,
 			 const struct dc_fn_drain *ures, const struct dc_fn_drain *vres)
 {
-	char comm[DC_COMM_LEN + 1];
-	struct dc_proc_ident id = {.pid = tgid, .comm = comm, .cgroup_id = cgroup_id};
+	struct dc_proc_info proc;
+	struct dc_proc_ident id = {.pid = tgid, .comm = proc.comm, .cgroup_id = cgroup_id};
 	struct dc_layers lay = {.pc_on = m->pc != NULL, .page_size = m->page_size};
 	struct dc_blk_sum blk[DC_BLK_OP_MAX];
+	struct dc_file_sum access = {};
 	const struct dc_pc_entry *pce = m->pc ? pc_find(pres, tgid, cgroup_id) : NULL;
 
-	probe_syscall_comm(m->sys, tgid, comm, sizeof(comm));
+	probe_syscall_proc(m->sys, tgid, &proc);
+	id.uid_known = proc.known;
+	id.uid = proc.uid;
+	id.exe = proc.exe;
 	id.cgroup = cgroup_cache_path(m->cgroups, cgroup_id);
+	id.job = cgroup_cache_job(m->cgroups, cgroup_id);
 	if (m->blk) {
 		blk_sum_for(bres->entries, bres->n, tgid, cgroup_id, blk);
 		lay.blk = blk;
@@ -242,6 +289,32 @@ static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uin
 			lay.n_libs =
 			    fn_stats_for(m, vres, tgid, cgroup_id, lay.n_libs, vfs_feature);
 		lay.libs = m->libstats;
+	}
+	if (m->files) {
+		size_t lo, hi;
+
+		lay.files_on = true;
+		file_range(m->fres->entries, m->fres->n, tgid, cgroup_id, &lo, &hi);
+		for (size_t i = lo; i < hi; i++)
+			file_sum_add(&access, &m->fres->entries[i].v);
+		lay.access = hi > lo ? &access : NULL;
+		if (!strcmp(m->cfg.files_granularity, "file"))
+			emit_files(m, ctx, &id, m->fres->entries + lo, hi - lo);
+	}
+	if (m->ur) {
+		const struct dc_uring_entry *ue = uring_find(m->urd, tgid, cgroup_id, &lay.n_uring);
+
+		for (size_t i = 0; i < lay.n_uring; i++)
+			m->urstats[i] = (struct dc_lib_stat){
+			    .feature = uring_op_name(ue[i].opcode, m->urnames[ue[i].opcode & 0xff],
+						     sizeof(m->urnames[0])),
+			    .count = ue[i].count,
+			    .time_ns = ue[i].time_ns,
+			    .bytes = ue[i].bytes,
+			    .errors = ue[i].errors,
+			    .lat = ue[i].lat};
+		lay.uring_on = true;
+		lay.uring = m->urstats;
 	}
 	buf_reset(&m->rec);
 	record_features(&m->rec, ctx, &id, e, n, &lay);
@@ -259,14 +332,25 @@ static int proc_key_cmp(const void *a, const void *b)
 	return x->cgroup_id < y->cgroup_id ? -1 : x->cgroup_id > y->cgroup_id;
 }
 
-/* The (tgid, cgroup) pairs with block or page-cache activity but no syscall
- * entry, sorted and unique, in m->only. Kernel threads (tgid 0) are left to
- * the device and agent records. */
+static void only_add(struct manager *m, const struct dc_drain_result *res, size_t *n, uint32_t tgid,
+		     uint64_t cgroup_id)
+{
+	if (tgid && !featvec_has(res->entries, res->n, tgid, cgroup_id))
+		m->only[(*n)++] = (struct dc_agg_entry){.tgid = tgid, .cgroup_id = cgroup_id};
+}
+
+/* The (tgid, cgroup) pairs with block, page-cache, function or io_uring
+ * activity but no syscall entry, sorted and unique, in m->only. Kernel
+ * threads (tgid 0) are left to the device and agent records. */
 static size_t layer_only_procs(struct manager *m, const struct dc_drain_result *res,
 			       const struct dc_blk_drain *bres, const struct dc_pc_drain *pres,
 			       const struct dc_fn_drain *ures, const struct dc_fn_drain *vres)
 {
-	size_t n = 0, want = bres->n + pres->n + ures->n + vres->n, u = 0;
+	size_t n_ur = m->urd ? m->urd->n : 0;
+	/* the file map flips just after the syscall map: a call returning in
+	 * between is in the next window's ops but this window's files */
+	size_t n_f = m->files ? m->fres->n : 0;
+	size_t n = 0, want = bres->n + pres->n + ures->n + vres->n + n_ur + n_f, u = 0;
 
 	if (want > m->only_cap) {
 		void *p = realloc(m->only, want * sizeof(*m->only));
@@ -276,14 +360,18 @@ static size_t layer_only_procs(struct manager *m, const struct dc_drain_result *
 		m->only = p;
 		m->only_cap = want;
 	}
-	for (size_t i = 0; i < want; i++) {
-		uint32_t t = i < bres->n ? bres->entries[i].tgid : pres->entries[i - bres->n].tgid;
-		uint64_t c =
-		    i < bres->n ? bres->entries[i].cgroup_id : pres->entries[i - bres->n].cgroup_id;
-
-		if (t && !featvec_has(res->entries, res->n, t, c))
-			m->only[n++] = (struct dc_agg_entry){.tgid = t, .cgroup_id = c};
-	}
+	for (size_t i = 0; i < bres->n; i++)
+		only_add(m, res, &n, bres->entries[i].tgid, bres->entries[i].cgroup_id);
+	for (size_t i = 0; i < pres->n; i++)
+		only_add(m, res, &n, pres->entries[i].tgid, pres->entries[i].cgroup_id);
+	for (size_t i = 0; i < ures->n; i++)
+		only_add(m, res, &n, ures->entries[i].tgid, ures->entries[i].cgroup_id);
+	for (size_t i = 0; i < vres->n; i++)
+		only_add(m, res, &n, vres->entries[i].tgid, vres->entries[i].cgroup_id);
+	for (size_t i = 0; i < n_ur; i++)
+		only_add(m, res, &n, m->urd->entries[i].tgid, m->urd->entries[i].cgroup_id);
+	for (size_t i = 0; i < n_f; i++)
+		only_add(m, res, &n, m->fres->entries[i].tgid, m->fres->entries[i].cgroup_id);
 	qsort(m->only, n, sizeof(*m->only), proc_key_cmp);
 	for (size_t i = 0; i < n; i++)
 		if (!u || proc_key_cmp(&m->only[u - 1], &m->only[i]))
@@ -295,9 +383,11 @@ static size_t layer_only_procs(struct manager *m, const struct dc_drain_result *
 static int manager_close_window(struct manager *m)
 {
 	struct dc_drain_result res = {};
+	struct dc_file_drain fres = {};
 	struct dc_blk_drain bres = {};
 	struct dc_pc_drain pres = {};
 	struct dc_fn_drain ures = {}, vres = {};
+	struct dc_uring_drain urres = {};
 	size_t n_only;
 	struct dc_agent_stats st = {};
 	struct dc_selfstat self = {};
@@ -310,11 +400,17 @@ static int manager_close_window(struct manager *m)
 	    .host = m->host, .run_id = m->run_id, .boot_id = m->boot_id, .w = &w};
 
 	drain_failed(probe_syscall_flip_and_drain(m->sys, &res), "syscall", w.seq);
+	if (m->files)
+		drain_failed(probe_file_flip_and_drain(m->files, w.seq, &fres), "file", w.seq);
+	m->fres = &fres;
 
 	if (m->blk)
 		drain_failed(probe_block_flip_and_drain(m->blk, &bres), "block", w.seq);
 	if (m->pc)
 		drain_failed(probe_pagecache_flip_and_drain(m->pc, &pres), "page-cache", w.seq);
+	if (m->ur)
+		drain_failed(probe_uring_flip_and_drain(m->ur, &urres), "io_uring", w.seq);
+	m->urd = m->ur ? &urres : NULL;
 	if (m->up) {
 		drain_failed(probe_uprobe_flip_and_drain(m->up, &ures), "library", w.seq);
 		qsort(ures.entries, ures.n, sizeof(*ures.entries), up_cmp);
@@ -396,6 +492,18 @@ static int manager_close_window(struct manager *m)
 	st.libraries = m->up != NULL;
 	memcpy(st.up_counters, ures.counters, sizeof(st.up_counters));
 	st.vfs = m->vfs != NULL;
+	st.uring = m->ur != NULL;
+	memcpy(st.ur_counters, urres.counters, sizeof(st.ur_counters));
+	st.ur_recursion_misses = urres.recursion_misses;
+	st.ur_unattributed = (struct dc_lib_stat){.count = urres.overflow.count,
+						  .time_ns = urres.overflow.time_ns,
+						  .bytes = urres.overflow.bytes,
+						  .errors = urres.overflow.errors};
+	st.files = m->files != NULL;
+	memcpy(st.file_counters, fres.counters, sizeof(st.file_counters));
+	st.file_names = fres.names;
+	st.file_names_not_kept = fres.names_not_kept;
+	st.file_unattributed = &fres.overflow;
 	memcpy(st.vfs_counters, vres.counters, sizeof(st.vfs_counters));
 	memcpy(st.pc_counters, pres.counters, sizeof(st.pc_counters));
 	st.pc_recursion_misses = pres.recursion_misses;
@@ -418,6 +526,7 @@ static int manager_close_window(struct manager *m)
 	/* a failing sink logs once per failure streak itself and keeps the data */
 	for (size_t i = 0; i < m->n_sinks; i++)
 		sink_flush(m->sinks[i]);
+	m->urd = NULL; /* urres goes out of scope */
 	return 0;
 }
 
@@ -454,6 +563,14 @@ static int on_stop(sd_event_source *s, const struct signalfd_siginfo *si, void *
 static int on_duration(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	return on_stop(s, NULL, userdata);
+}
+
+static int on_files_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct manager *m = userdata;
+
+	probe_file_consume(m->files, m->win.cur.seq);
+	return 0;
 }
 
 static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -572,6 +689,20 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 						     .mechanism = probe_vfs_mechanism(m->vfs),
 						     .detail = probe_vfs_detail(m->vfs)};
 	}
+	m->files = probe_syscall_files(m->sys);
+	m->probes[m->n_probes++] = (struct dc_probe_report){
+	    .name = "files",
+	    .mechanism = m->files ? probe_syscall_mechanism(m->sys) : "off",
+	    .detail = probe_syscall_files_detail(m->sys)};
+	if (m->files) {
+		m->fh_seen = calloc(1, sizeof(*m->fh_seen));
+		if (!m->fh_seen)
+			return log_error_errno(-ENOMEM, "Out of memory");
+		r = sd_event_add_io(m->event, &m->files_io, probe_file_ring_fd(m->files), EPOLLIN,
+				    on_files_ring, m);
+		if (r < 0)
+			return log_error_errno(r, "Cannot watch the file-name ring: %m");
+	}
 	m->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	if (cfg->pagecache_enable) {
 		r = probe_pagecache_new(cfg, &m->pc);
@@ -583,6 +714,18 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 			    .name = "pagecache",
 			    .mechanism = probe_pagecache_mechanism(m->pc),
 			    .detail = probe_pagecache_detail(m->pc),
+			};
+	}
+	if (cfg->uring_enable) {
+		r = probe_uring_new(cfg, &m->ur);
+		if (r < 0)
+			log_warning_errno(r,
+					  "io_uring probes unavailable (%m): layer off, ignoring");
+		else
+			m->probes[m->n_probes++] = (struct dc_probe_report){
+			    .name = "io_uring",
+			    .mechanism = probe_uring_mechanism(m->ur),
+			    .detail = probe_uring_detail(m->ur),
 			};
 	}
 	if (cfg->block_enable) {

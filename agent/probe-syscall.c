@@ -15,6 +15,7 @@
 #include "macro.h"
 #include "ops.h"
 #include "preempt.h"
+#include "probe-file.h"
 #include "probe-syscall.h"
 #include "progstats.h"
 #include "syscall.skel.h"
@@ -26,6 +27,9 @@ static const char *const mech_names[MECH_MAX] = {"tp_btf", "raw_tp", "tracepoint
 struct probe_syscall {
 	struct syscall_bpf *skel;
 	enum mech mech;
+	struct probe_file *files; /* NULL: file layer off (configured, or refused) */
+	bool files_percpu;
+	char files_detail[512];
 	bool percpu;
 	bool plain_updates;
 	enum dc_preempt preempt;
@@ -53,6 +57,8 @@ static uint64_t now_us(void)
 static void probe_close_maps(struct probe_syscall *p)
 {
 	winmap_close(&p->agg);
+	if (p->files)
+		probe_file_reset(p->files);
 }
 
 struct probe_syscall *probe_syscall_free(struct probe_syscall *p)
@@ -61,6 +67,7 @@ struct probe_syscall *probe_syscall_free(struct probe_syscall *p)
 		return NULL;
 	syscall_bpf__destroy(p->skel);
 	probe_close_maps(p);
+	p->files = probe_file_free(p->files);
 	free(p->entries);
 	free(p);
 	return NULL;
@@ -125,10 +132,18 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 			   sizeof(struct dc_agg_val), (unsigned)p->max_keys, p->percpu, p->ncpus);
 	if (r)
 		return r;
+	if (p->files)
+		r = probe_file_prepare(p->files, skel, p->files_percpu, p->plain_updates);
+	else
+		probe_file_disable(skel);
+	if (r)
+		return r;
 	r = syscall_bpf__load(skel);
 	if (r)
 		return r;
 	r = winmap_install(&p->agg);
+	if (!r && p->files)
+		r = probe_file_install(p->files);
 	if (r)
 		return r;
 
@@ -200,6 +215,17 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 	p->preempt = preempt_detect(&p->preempt_why);
 	p->plain_updates = p->percpu && preempt_allows_plain_updates(p->preempt) &&
 			   strcmp(cfg->map_updates, "atomic") != 0;
+	if (cfg->files_enable) {
+		r = probe_file_new(cfg, &p->files);
+		if (r < 0)
+			return log_error_errno(r, "Cannot set up the file layer: %m");
+		/* one plain_updates flag serves both layers' maps: per-CPU file
+		 * maps too big for the budget make both layers atomic */
+		p->files_percpu = p->percpu && probe_file_fits_percpu(p->files);
+		if (p->percpu && !p->files_percpu)
+			p->plain_updates = false;
+	} else
+		snprintf(p->files_detail, sizeof(p->files_detail), "probes.files.enable is false");
 
 	r = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL);
 	if (r == -EPERM || r == -EACCES)
@@ -221,6 +247,20 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 
 		r = mech_choose("syscall", mech_names, first, last, attempt, undo, &a, p->detail,
 				sizeof(p->detail), &off);
+		if (r < 0 && p->files) {
+			/* the file code is what a kernel is likeliest to refuse
+			 * (fd table walk, path walk): keep the syscall layer */
+			snprintf(p->files_detail, sizeof(p->files_detail),
+				 "refused with the syscall programs: %.400s", p->detail);
+			log_warning("File layer refused by this kernel (%s); retrying the "
+				    "syscall probes without it",
+				    p->detail);
+			p->files = probe_file_free(p->files);
+			off = 0;
+			p->detail[0] = 0;
+			r = mech_choose("syscall", mech_names, first, last, attempt, undo, &a,
+					p->detail, sizeof(p->detail), &off);
+		}
 	}
 	if (r == -EPERM || r == -EACCES)
 		return log_error_errno(
@@ -230,6 +270,11 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 		return log_error_errno(r, "No mechanism could attach the system-call probes (%s)",
 				       p->detail);
 	p->mech = (enum mech)r;
+	if (p->files) {
+		r = probe_file_start(p->files, p->skel);
+		if (r < 0)
+			return log_error_errno(r, "Cannot read the file-name ring: %m");
+	}
 	snprintf(p->detail + off, sizeof(p->detail) - off,
 		 "%sentry stash in %s; %s updates (preemption %s, from %s)", off ? "; " : "",
 		 task_storage ? "task storage" : "a per-thread hash",
@@ -343,18 +388,27 @@ int probe_syscall_flip_and_drain(struct probe_syscall *p, struct dc_drain_result
 	return 0;
 }
 
-void probe_syscall_comm(struct probe_syscall *p, uint32_t tgid, char *comm, size_t len)
+int probe_syscall_proc(struct probe_syscall *p, uint32_t tgid, struct dc_proc_info *info)
 {
 	struct dc_proc proc;
 
-	if (!bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.procs), &tgid, &proc)) {
-		size_t n = strnlen(proc.comm, sizeof(proc.comm));
+	memset(info, 0, sizeof(*info));
+	if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.procs), &tgid, &proc))
+		return -errno;
+	/* the kernel's strings are NUL-terminated unless they filled the array */
+	memcpy(info->comm, proc.comm, strnlen(proc.comm, sizeof(proc.comm)));
+	memcpy(info->exe, proc.exe, strnlen(proc.exe, sizeof(proc.exe)));
+	info->uid = proc.uid;
+	info->known = true;
+	return 0;
+}
 
-		if (n >= len)
-			n = len - 1;
-		memcpy(comm, proc.comm, n);
-		comm[n] = 0;
-	} else {
-		comm[0] = 0;
-	}
+struct probe_file *probe_syscall_files(struct probe_syscall *p)
+{
+	return p->files;
+}
+
+const char *probe_syscall_files_detail(const struct probe_syscall *p)
+{
+	return p->files ? probe_file_detail(p->files) : p->files_detail;
 }

@@ -24,6 +24,11 @@ uint64_t probe_syscall_max_keys(const struct probe_syscall *p);
  * the other probe families follow the same decision. */
 bool probe_syscall_plain_updates(const struct probe_syscall *p);
 
+/* The file layer, which runs inside the syscall programs; NULL when it is
+ * off (configured so, or refused by the kernel: the detail says which). */
+struct probe_file *probe_syscall_files(struct probe_syscall *p);
+const char *probe_syscall_files_detail(const struct probe_syscall *p);
+
 struct dc_drain_result {
 	struct dc_agg_entry *entries; /* owned by the probe, valid until the next drain */
 	size_t n;
@@ -38,7 +43,15 @@ struct dc_drain_result {
  * and collect everything the closed window counted. */
 int probe_syscall_flip_and_drain(struct probe_syscall *p, struct dc_drain_result *res);
 
-/* The comm the kernel recorded for tgid; "" if unknown. */
-void probe_syscall_comm(struct probe_syscall *p, uint32_t tgid, char *comm, size_t len);
+/* What the kernel recorded of a process when it last showed up in a window. */
+struct dc_proc_info {
+	char comm[DC_COMM_LEN + 1]; /* "" if unknown */
+	char exe[DC_EXE_LEN + 1];   /* "" if unknown or no executable */
+	uint32_t uid;
+	bool known; /* false: never recorded, or evicted (maps.max_procs) */
+};
+
+/* Fills info (zeroed when unknown); -ENOENT if the kernel has no record. */
+int probe_syscall_proc(struct probe_syscall *p, uint32_t tgid, struct dc_proc_info *info);
 
 #endif

@@ -14,6 +14,10 @@ const char *record_type_name(enum dc_rec_type t)
 		return "agent";
 	case DC_REC_DEVICE:
 		return "device";
+	case DC_REC_FILE:
+		return "file";
+	case DC_REC_FILENAME:
+		return "filename";
 	default:
 		return "unknown";
 	}
@@ -161,6 +165,148 @@ static void pc_fields(struct dc_json *j, const struct dc_pc_val *v, uint64_t pag
 	json_u64(j, page_size);
 }
 
+/* Darshan's counters, named as Darshan names them (lower case, no prefix). */
+static void access_fields(struct dc_json *j, const struct dc_file_sum *s)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} f[] = {
+#define A(field, name) {name, offsetof(struct dc_file_sum, field)}
+	    A(files, "files"),
+	    A(opens, "opens"),
+	    A(read_ops, "reads"),
+	    A(write_ops, "writes"),
+	    A(read_bytes, "bytes_read"),
+	    A(write_bytes, "bytes_written"),
+	    A(read_time_ns, "read_time_ns"),
+	    A(write_time_ns, "write_time_ns"),
+	    A(meta_ops, "meta_ops"),
+	    A(meta_time_ns, "meta_time_ns"),
+	    A(sync_ops, "fsyncs"),
+	    A(sync_time_ns, "fsync_time_ns"),
+	    A(errors, "errors"),
+	    A(seq_reads, "seq_reads"),
+	    A(seq_writes, "seq_writes"),
+	    A(consec_reads, "consec_reads"),
+	    A(consec_writes, "consec_writes"),
+	    A(rw_switches, "rw_switches"),
+	    A(file_unaligned, "file_not_aligned"),
+	    A(mem_unaligned, "mem_not_aligned"),
+#undef A
+	};
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		json_key(j, f[i].name);
+		json_u64(j, *(const uint64_t *)((const char *)s + f[i].off));
+	}
+	/* Darshan's MAX_BYTE_*: the highest byte offset touched, -1 for none */
+	json_key(j, "max_byte_read");
+	json_i64(j, s->max_read_end ? (int64_t)s->max_read_end - 1 : -1);
+	json_key(j, "max_byte_written");
+	json_i64(j, s->max_write_end ? (int64_t)s->max_write_end - 1 : -1);
+	for (int w = 0; w < 2; w++) {
+		const uint64_t *b = w ? s->write_size : s->read_size;
+
+		json_key(j, w ? "size_write" : "size_read");
+		json_obj_begin(j);
+		for (unsigned i = 0; i < DC_DARSHAN_BUCKETS; i++) {
+			json_key(j, file_bucket_name(i));
+			json_u64(j, b[i]);
+		}
+		json_obj_end(j);
+	}
+}
+
+static void ident(struct dc_json *j, const struct dc_proc_ident *id)
+{
+	json_key(j, "pid");
+	json_u64(j, id->pid);
+	json_key(j, "comm");
+	json_str(j, id->comm);
+	json_key(j, "cgroup_id");
+	json_u64(j, id->cgroup_id);
+	json_key(j, "cgroup");
+	json_str(j, id->cgroup);
+}
+
+static void dev_field(struct dc_json *j, uint32_t dev)
+{
+	char s[32];
+
+	/* the kernel's internal dev_t: 12-bit major above a 20-bit minor */
+	snprintf(s, sizeof(s), "%u:%u", dev >> 20, dev & 0xfffff);
+	json_key(j, "dev");
+	json_str(j, s);
+}
+
+void record_file(struct dc_buf *b, const struct dc_record_ctx *ctx, const struct dc_proc_ident *id,
+		 const struct dc_file_entry *e, const char *fhash)
+{
+	struct dc_json j;
+
+	json_init(&j, b);
+	json_obj_begin(&j);
+	header(&j, ctx, DC_REC_FILE);
+	ident(&j, id);
+	json_key(&j, "fhash");
+	if (fhash[0])
+		json_str(&j, fhash);
+	else
+		json_null(&j);
+	dev_field(&j, e->dev);
+	json_key(&j, "ino");
+	json_u64(&j, e->ino);
+	access_fields(&j, &e->v);
+	json_obj_end(&j);
+	buf_putc(b, '\n');
+}
+
+void record_filename(struct dc_buf *b, const struct dc_record_ctx *ctx, const char *fhash,
+		     const char *path, bool truncated, uint32_t dev, uint64_t ino)
+{
+	struct dc_json j;
+
+	json_init(&j, b);
+	json_obj_begin(&j);
+	header(&j, ctx, DC_REC_FILENAME);
+	json_key(&j, "fhash");
+	json_str(&j, fhash);
+	json_key(&j, "path");
+	json_str(&j, path);
+	json_key(&j, "truncated");
+	json_bool(&j, truncated);
+	dev_field(&j, dev);
+	json_key(&j, "ino");
+	json_u64(&j, ino);
+	json_obj_end(&j);
+	buf_putc(b, '\n');
+}
+
+static void job_member(struct dc_json *j, const char *key, const char *val)
+{
+	if (!val[0])
+		return;
+	json_key(j, key);
+	json_str(j, val);
+}
+
+/* Only the members found: a consumer tests for a key, never for a value. */
+static void job_fields(struct dc_json *j, const struct dc_jobid *job)
+{
+	json_key(j, "job");
+	json_obj_begin(j);
+	if (job) {
+		job_member(j, "unit", job->unit);
+		job_member(j, "slice", job->slice);
+		job_member(j, "container", job->container);
+		job_member(j, "pod", job->pod);
+		job_member(j, "slurm_job", job->slurm_job);
+		job_member(j, "flux_job", job->flux_job);
+	}
+	json_obj_end(j);
+}
+
 void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 		     const struct dc_proc_ident *id, const struct dc_agg_entry *e, size_t n,
 		     const struct dc_layers *lay)
@@ -177,10 +323,17 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 	json_u64(&j, id->pid);
 	json_key(&j, "comm");
 	json_str(&j, id->comm);
+	if (id->uid_known) {
+		json_key(&j, "uid");
+		json_u64(&j, id->uid);
+	}
+	json_key(&j, "exe");
+	json_str(&j, id->exe ? id->exe : "");
 	json_key(&j, "cgroup_id");
 	json_u64(&j, id->cgroup_id);
 	json_key(&j, "cgroup");
 	json_str(&j, id->cgroup);
+	job_fields(&j, id->job);
 
 	json_key(&j, "ops");
 	json_obj_begin(&j);
@@ -264,6 +417,30 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 		json_obj_end(&j);
 	}
 
+	if (lay && lay->uring_on) {
+		json_key(&j, "io_uring");
+		json_obj_begin(&j);
+		for (size_t i = 0; i < lay->n_uring; i++) {
+			const struct dc_lib_stat *u = &lay->uring[i];
+
+			json_key(&j, u->feature);
+			json_obj_begin(&j);
+			json_key(&j, "count");
+			json_u64(&j, u->count);
+			json_key(&j, "errors");
+			json_u64(&j, u->errors);
+			json_key(&j, "bytes");
+			json_u64(&j, u->bytes);
+			json_key(&j, "time_ns");
+			json_u64(&j, u->time_ns);
+			quantile(&j, "lat_p50_ns", u->lat, 0.5);
+			quantile(&j, "lat_p99_ns", u->lat, 0.99);
+			hist(&j, "lat_hist", u->lat, DC_LAT_SLOTS);
+			json_obj_end(&j);
+		}
+		json_obj_end(&j);
+	}
+
 	if (lay && lay->pc_on) {
 		static const struct dc_pc_val none;
 		const struct dc_pc_val *pc = lay->pc ? lay->pc : &none;
@@ -281,6 +458,15 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 		json_u64(&j, f.read_bytes > added ? f.read_bytes - added : 0);
 		json_key(&j, "read_miss_bytes_est");
 		json_u64(&j, f.read_bytes < added ? f.read_bytes : added);
+		json_obj_end(&j);
+	}
+
+	if (lay && lay->files_on) {
+		static const struct dc_file_sum none;
+
+		json_key(&j, "access");
+		json_obj_begin(&j);
+		access_fields(&j, lay->access ? lay->access : &none);
 		json_obj_end(&j);
 	}
 
@@ -434,6 +620,61 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 		fn_drops(&j, "libraries", s->up_counters);
 	if (s->vfs)
 		fn_drops(&j, "vfs", s->vfs_counters);
+
+	if (s->uring) {
+		const struct dc_lib_stat *u = &s->ur_unattributed;
+
+		json_key(&j, "io_uring");
+		json_obj_begin(&j);
+		json_key(&j, "drops");
+		json_obj_begin(&j);
+		json_key(&j, "agg_map_full");
+		json_u64(&j, s->ur_counters[DC_UR_CNT_AGG_FULL]);
+		json_key(&j, "completion_without_submit");
+		json_u64(&j, s->ur_counters[DC_UR_CNT_NO_SUBMIT]);
+		json_key(&j, "inflight_map_full");
+		json_u64(&j, s->ur_counters[DC_UR_CNT_INFLIGHT_FULL]);
+		json_key(&j, "recursion_misses");
+		json_u64(&j, s->ur_recursion_misses);
+		json_obj_end(&j);
+		json_key(&j, "unattributed");
+		json_obj_begin(&j);
+		json_key(&j, "count");
+		json_u64(&j, u->count);
+		json_key(&j, "errors");
+		json_u64(&j, u->errors);
+		json_key(&j, "bytes");
+		json_u64(&j, u->bytes);
+		json_key(&j, "time_ns");
+		json_u64(&j, u->time_ns);
+		json_obj_end(&j);
+		json_obj_end(&j);
+	}
+
+	if (s->files) {
+		static const struct dc_file_sum none;
+
+		json_key(&j, "files");
+		json_obj_begin(&j);
+		json_key(&j, "names");
+		json_u64(&j, s->file_names);
+		json_key(&j, "drops");
+		json_obj_begin(&j);
+		json_key(&j, "agg_map_full");
+		json_u64(&j, s->file_counters[DC_FILE_CNT_AGG_FULL]);
+		json_key(&j, "names_lost");
+		json_u64(&j, s->file_counters[DC_FILE_CNT_PATH_LOST]);
+		json_key(&j, "names_not_kept");
+		json_u64(&j, s->file_names_not_kept);
+		json_key(&j, "position_map_full");
+		json_u64(&j, s->file_counters[DC_FILE_CNT_POS_FAIL]);
+		json_obj_end(&j);
+		json_key(&j, "unattributed");
+		json_obj_begin(&j);
+		access_fields(&j, s->file_unattributed ? s->file_unattributed : &none);
+		json_obj_end(&j);
+		json_obj_end(&j);
+	}
 
 	if (s->pagecache) {
 		json_key(&j, "page_cache");

@@ -7,8 +7,11 @@
 #include "datacrumbs/pagecache.h"
 #include "datacrumbs/syscall.h"
 #include "datacrumbs/func.h"
+#include "datacrumbs/uring.h"
 #include "blkvec.h"
 #include "featvec.h"
+#include "jobid.h"
+#include "filevec.h"
 #include "json.h"
 #include "window.h"
 
@@ -20,6 +23,8 @@ enum dc_rec_type {
 	DC_REC_FEATURES = 0,
 	DC_REC_AGENT = 1,
 	DC_REC_DEVICE = 2,
+	DC_REC_FILE = 3,     /* one (process, file) in one window */
+	DC_REC_FILENAME = 4, /* dictionary: fhash -> path */
 	DC_REC_MAX,
 };
 
@@ -37,6 +42,10 @@ struct dc_proc_ident {
 	const char *comm;
 	uint64_t cgroup_id;
 	const char *cgroup; /* path below the cgroup2 root, "" if unresolved */
+	bool uid_known;	    /* uid is left out of the record when the kernel did not say */
+	uint32_t uid;
+	const char *exe;	    /* NULL: "" */
+	const struct dc_jobid *job; /* parsed from cgroup; NULL: nothing found */
 };
 
 /* What the other layers saw of one process in the window; NULL members
@@ -56,6 +65,11 @@ struct dc_layers {
 	bool libs_on; /* a function-level family is on (libs may still be empty) */
 	const struct dc_lib_stat *libs;
 	size_t n_libs;
+	bool uring_on;			 /* the io_uring layer is on (uring may still be empty) */
+	const struct dc_lib_stat *uring; /* per opcode: feature is the opcode's name */
+	size_t n_uring;
+	bool files_on;
+	const struct dc_file_sum *access; /* the process's files summed; NULL: none */
 };
 
 /* One feature-vector record (one JSON line, newline included). */
@@ -104,11 +118,27 @@ struct dc_agent_stats {
 	uint64_t up_counters[DC_FN_CNT_MAX];
 	bool vfs;
 	uint64_t vfs_counters[DC_FN_CNT_MAX];
+	bool uring;
+	uint64_t ur_counters[DC_UR_CNT_MAX];
+	uint64_t ur_recursion_misses;
+	struct dc_lib_stat ur_unattributed; /* sums only: feature and lat unused */
+	bool files;
+	uint64_t file_counters[DC_FILE_CNT_MAX];
+	uint64_t file_names, file_names_not_kept;
+	const struct dc_file_sum *file_unattributed;
 	const struct dc_blk_entry *blk_unattributed; /* [DC_BLK_OP_MAX] */
 	/* writes the members of the "sinks" object: each sink reports itself */
 	void (*sinks)(struct dc_json *j, void *opaque);
 	void *sinks_opaque;
 };
+
+/* One (process, file) record; fhash is the 16-digit hex hash, "" if the
+ * file's name never arrived (its dev and ino still identify it). */
+void record_file(struct dc_buf *b, const struct dc_record_ctx *ctx, const struct dc_proc_ident *id,
+		 const struct dc_file_entry *e, const char *fhash);
+/* A dictionary record naming fhash. */
+void record_filename(struct dc_buf *b, const struct dc_record_ctx *ctx, const char *fhash,
+		     const char *path, bool truncated, uint32_t dev, uint64_t ino);
 
 void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx,
 		  const struct dc_agent_stats *s);

@@ -693,6 +693,10 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 	snprintf(k->topic_name[DC_REC_AGENT], sizeof(k->topic_name[0]), "%s", p->topic_agent);
 	/* device records are node-level feature vectors: same topic, told apart by "type" */
 	snprintf(k->topic_name[DC_REC_DEVICE], sizeof(k->topic_name[0]), "%s", p->topic_features);
+	snprintf(k->topic_name[DC_REC_FILE], sizeof(k->topic_name[0]), "%s", p->topic_features);
+	/* names ride with the windows that use them, in order, in the same
+	 * partition: a consumer meets a name before the records that need it */
+	snprintf(k->topic_name[DC_REC_FILENAME], sizeof(k->topic_name[0]), "%s", p->topic_features);
 
 	conf = rd_kafka_conf_new();
 	snprintf(client_id, sizeof(client_id), "datacrumbs-%s", p->host);

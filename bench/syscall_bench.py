@@ -9,6 +9,8 @@ alternating the order every round, and reports medians:
   minagg    minimal per-(pid, syscall) aggregation: task-storage start time,
             per-CPU hash (count, total time)
   agent     datacrumbs with its default configuration
+  agent-syscall  datacrumbs with the syscall layer only (files, block and
+            page cache off): agent minus this is what the other layers add
   bpftrace  bpftrace doing the minimal aggregation
 plus the agent's own CPU and RSS while the loop runs.
 
@@ -44,7 +46,14 @@ def start_line_ready(cmd):
     raise RuntimeError("%s did not start" % cmd[0])
 
 
-def start_agent(build, tmp):
+AGENT_CONFIGS = {
+    "agent": "",
+    "agent-syscall": "probes = { files = { enable = false; }; block = { enable = false; };"
+                     " pagecache = { enable = false; }; };\n",
+}
+
+
+def start_agent(build, tmp, extra=""):
     sock_path = os.path.join(tmp, "notify")
     if os.path.exists(sock_path):
         os.unlink(sock_path)
@@ -53,7 +62,7 @@ def start_agent(build, tmp):
     out = os.path.join(tmp, "agent.jsonl")
     conf = os.path.join(tmp, "bench.conf")
     with open(conf, "w") as f:
-        f.write("interval = 1.0;\n")
+        f.write("interval = 1.0;\n" + extra)
     env = dict(os.environ, NOTIFY_SOCKET=sock_path)
     p = subprocess.Popen([os.path.join(build, "agent/datacrumbs"), "-c", conf, "-o", out],
                          env=env, stderr=subprocess.DEVNULL)
@@ -123,8 +132,8 @@ def bpf_stats_phase(build, tmp, f, configs, ops):
 def start_tracer(c, build, tmp):
     if c in ("empty", "minagg"):
         return start_line_ready([os.path.join(build, "bench/baseline"), c])[0]
-    if c == "agent":
-        return start_agent(build, tmp)[0]
+    if c in AGENT_CONFIGS:
+        return start_agent(build, tmp, AGENT_CONFIGS[c])[0]
     if c == "bpftrace":
         return start_line_ready(["bpftrace", "-e", BPFTRACE])[0]
     return None
@@ -143,7 +152,7 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--ops", type=int, default=500000)
     ap.add_argument("--rounds", type=int, default=21)
-    ap.add_argument("--only", default="none,empty,minagg,agent,bpftrace")
+    ap.add_argument("--only", default="none,empty,minagg,agent-syscall,agent,bpftrace")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("syscall_bench: run as root")
@@ -163,14 +172,16 @@ def main():
             p, out = None, None
             if c == "empty" or c == "minagg":
                 p, _ = start_line_ready([os.path.join(a.build, "bench/baseline"), c])
-            elif c == "agent":
-                p, out = start_agent(a.build, tmp)
+            elif c in AGENT_CONFIGS:
+                p, out = start_agent(a.build, tmp, AGENT_CONFIGS[c])
             elif c == "bpftrace":
                 p, _ = start_line_ready(["bpftrace", "-e", BPFTRACE])
             ns, secs = run_loop(a.build, f, a.ops)
             if c == "agent":
                 _, rss = proc_cpu_rss(p.pid)
             stop(p)
+            if out and c != "agent":
+                os.unlink(out)
             if c == "agent":
                 # the agent's own getrusage figures (microseconds), over every
                 # window of the run, including start-up and the final drain
@@ -186,13 +197,16 @@ def main():
     med = {c: statistics.median(v) for c, v in res.items()}
     base = med.get("none", 0)
     print("\nmedian ns per call over %d rounds of %d calls (4 KiB pwrite/pread, tmpfs):" % (a.rounds, a.ops))
-    print("%-10s %10s %12s" % ("tracer", "ns/call", "added ns"))
+    print("%-14s %10s %12s" % ("tracer", "ns/call", "added ns"))
     for c in configs:
-        print("%-10s %10.1f %12.1f" % (c, med[c], med[c] - base))
+        print("%-14s %10.1f %12.1f" % (c, med[c], med[c] - base))
     added = {c: med[c] - base for c in configs}
     if "agent" in added and "minagg" in added and added["minagg"] > 0:
         print("agent added cost / minimal aggregation's: %.2fx (goal <= 1.25x)"
               % (added["agent"] / added["minagg"]))
+    if "agent-syscall" in added and "minagg" in added and added["minagg"] > 0:
+        print("agent, syscall layer only / minimal aggregation's: %.2fx"
+              % (added["agent-syscall"] / added["minagg"]))
     if "agent" in added and "bpftrace" in added and added["bpftrace"] > 0:
         print("agent added cost / bpftrace's: %.2fx (goal < 0.33x)" % (added["agent"] / added["bpftrace"]))
     if agent_cost:
@@ -205,7 +219,7 @@ def main():
     print("\nBPF program run time per call (kernel BPF statistics, enter + exit programs):")
     for c in configs:
         if c in stats:
-            print("%-10s %8.1f ns" % (c, stats[c]))
+            print("%-14s %8.1f ns" % (c, stats[c]))
     if stats.get("minagg") and stats.get("agent"):
         print("agent programs / minimal aggregation's: %.2fx" % (stats["agent"] / stats["minagg"]))
     json.dump({"median_ns": med, "runs": res, "agent_cost": agent_cost, "bpf_stats_ns": stats},

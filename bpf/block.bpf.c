@@ -85,11 +85,20 @@ static __always_inline __u32 rq_op(struct request *rq)
 	return DC_BLK_OTHER;
 }
 
+/* The bio's cgroup when it is a cgroup2 one. On a hybrid host the io
+ * controller lives in a v1 hierarchy, whose ids mean nothing to the cgroup2
+ * ids every other layer records: 0 then, and the caller falls back to the
+ * submitter's cgroup2 id. */
 static __always_inline __u64 bio_cgroup(struct bio *bio)
 {
+	struct cgroup *cg;
+
 	if (!bpf_core_field_exists(bio->bi_blkg))
 		return 0;
-	return BPF_CORE_READ(bio, bi_blkg, blkcg, css.cgroup, kn, id);
+	cg = BPF_CORE_READ(bio, bi_blkg, blkcg, css.cgroup);
+	if (!cg || BPF_CORE_READ(cg, root, hierarchy_id) != 0)
+		return 0;
+	return BPF_CORE_READ(cg, kn, id);
 }
 
 static __always_inline void on_bio_queue(struct bio *bio)

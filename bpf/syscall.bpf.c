@@ -23,6 +23,7 @@
 #include "datacrumbs/syscall.h"
 #include "datacrumbs/hist.h"
 #include "common.bpf.h"
+#include "file.bpf.h"
 
 /* Set before load by the agent; frozen afterwards. */
 const volatile __u32 agent_tgid = 0;
@@ -83,9 +84,10 @@ static __always_inline struct dc_stash *stash_get(struct task_struct *task, __u3
 	return bpf_map_lookup_elem(&stash_tid, &tid);
 }
 
-/* Consumes the entry this thread left for op; false if there is none. */
+/* Consumes the entry this thread left for op (the file part into *fs);
+ * false if there is none. */
 static __always_inline bool stash_take(struct task_struct *task, __u32 tid, __u32 op, __u64 *ts,
-				       __u64 *size)
+				       __u64 *size, struct dc_file_stash *fs)
 {
 	struct dc_stash *st = stash_get(task, tid, false);
 
@@ -93,6 +95,8 @@ static __always_inline bool stash_take(struct task_struct *task, __u32 tid, __u3
 		return false;
 	*ts = st->ts;
 	*size = st->size;
+	if (files_on)
+		*fs = st->f;
 	if (use_task_storage)
 		st->ts = 0;
 	else
@@ -115,19 +119,25 @@ static __always_inline __u32 size_src(__u32 op)
 }
 
 /* The agent's own calls are stashed too and dropped at exit, which needs the
- * tgid anyway: one helper call fewer on every entry. */
-static __always_inline void stash_put(__u32 op, __u64 size)
+ * tgid anyway: one helper call fewer on every entry. The caller fills the
+ * file part, then stamps the time (stash_stamp) last, so the latency is the
+ * call's, not the probe's. */
+static __always_inline struct dc_stash *stash_open(struct task_struct *task, __u32 op, __u64 size)
 {
 	struct dc_stash *st;
 
-	st = stash_get(bpf_get_current_task_btf(),
-		       use_task_storage ? 0 : (__u32)bpf_get_current_pid_tgid(), true);
+	st = stash_get(task, use_task_storage ? 0 : (__u32)bpf_get_current_pid_tgid(), true);
 	if (!st) {
 		count(DC_CNT_STASH_FAIL);
-		return;
+		return NULL;
 	}
 	st->op = op;
 	st->size = size;
+	return st;
+}
+
+static __always_inline void stash_stamp(struct dc_stash *st)
+{
 	st->ts = bpf_ktime_get_ns();
 }
 
@@ -135,8 +145,16 @@ static __always_inline void proc_note(__u32 tgid)
 {
 	struct task_struct *t = (void *)bpf_get_current_task();
 	struct dc_proc p = {};
+	const unsigned char *exe;
 
 	BPF_CORE_READ_STR_INTO(&p.comm, t, group_leader, comm);
+	/* real_cred, not cred: cred is what the leader acts as right now,
+	 * which override_creds() swaps inside some calls (access(), NFS) */
+	p.uid = BPF_CORE_READ(t, group_leader, real_cred, uid.val);
+	/* threads share the mm; the leader's is gone once it exits first */
+	exe = BPF_CORE_READ(t, mm, exe_file, f_path.dentry, d_name.name);
+	if (exe)
+		bpf_probe_read_kernel_str(p.exe, sizeof(p.exe), exe);
 	if (bpf_map_update_elem(&procs, &tgid, &p, BPF_ANY))
 		count(DC_CNT_PROC_FAIL);
 }
@@ -146,6 +164,7 @@ static __always_inline void on_exit(long nr, long ret)
 	__u32 op = lookup_op(nr), src, tgid;
 	struct dc_agg_key key = {};
 	struct task_struct *task;
+	struct dc_file_stash fs = {}; /* clang spills undefined registers otherwise */
 	struct dc_agg_val *v;
 	__u64 ts, size, lat, bytes = 0;
 	bool sized = false;
@@ -158,11 +177,14 @@ static __always_inline void on_exit(long nr, long ret)
 	tgid = task->tgid;
 	if (tgid == agent_tgid)
 		return;
-	if (!stash_take(task, use_task_storage ? 0 : task->pid, op, &ts, &size)) {
+	if (!stash_take(task, use_task_storage ? 0 : task->pid, op, &ts, &size, &fs)) {
 		count(DC_CNT_NO_ENTRY);
 		return;
 	}
 	lat = bpf_ktime_get_ns() - ts;
+	key.cgroup_id = bpf_get_current_cgroup_id();
+	if (files_on && fs.kind)
+		file_exit(&fs, task, ret, lat, key.cgroup_id);
 
 	src = size_src(op);
 	if (ret >= 0 && src != DC_SZ_NONE) {
@@ -170,7 +192,6 @@ static __always_inline void on_exit(long nr, long ret)
 		sized = true;
 	}
 
-	key.cgroup_id = bpf_get_current_cgroup_id();
 	key.tgid = tgid;
 	key.op = op;
 	v = dc_window_value(&agg_gen, &key, &zero_val, &inserted);
@@ -207,13 +228,35 @@ static __always_inline __u64 regs_size_arg(struct pt_regs *regs, __u32 src)
 	return 0;
 }
 
+/* The file part of an entry; args read only for the calls it follows.
+ * tp_btf hands a BTF-typed regs: plain loads, no helper per argument. */
+#define FILE_ENTER(st, task, nr, get)                                               \
+	do {                                                                        \
+		if (!files_on)                                                      \
+			break;                                                      \
+		if (kind_of(nr))                                                    \
+			file_enter(&(st)->f, (task), (nr), get(1), get(2), get(4)); \
+		else                                                                \
+			(st)->f.kind = DC_FK_NONE;                                  \
+	} while (0)
+
+#define BTF_ARG(i)  PT_REGS_PARM##i##_SYSCALL(regs)
+#define CORE_ARG(i) PT_REGS_PARM##i##_CORE_SYSCALL(regs)
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(dc_enter_btf, struct pt_regs *regs, long nr)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 op = lookup_op(nr);
+	struct dc_stash *st;
 
-	if (op)
-		stash_put(op, regs_size_arg(regs, size_src(op)));
+	if (!op)
+		return 0;
+	st = stash_open(task, op, regs_size_arg(regs, size_src(op)));
+	if (!st)
+		return 0;
+	FILE_ENTER(st, task, nr, BTF_ARG);
+	stash_stamp(st);
 	return 0;
 }
 
@@ -227,10 +270,17 @@ int BPF_PROG(dc_exit_btf, struct pt_regs *regs, long ret)
 SEC("raw_tp/sys_enter")
 int BPF_PROG(dc_enter_raw, struct pt_regs *regs, long nr)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 op = lookup_op(nr);
+	struct dc_stash *st;
 
-	if (op)
-		stash_put(op, regs_size_arg(regs, size_src(op)));
+	if (!op)
+		return 0;
+	st = stash_open(task, op, regs_size_arg(regs, size_src(op)));
+	if (!st)
+		return 0;
+	FILE_ENTER(st, task, nr, CORE_ARG);
+	stash_stamp(st);
 	return 0;
 }
 
@@ -245,14 +295,29 @@ SEC("tracepoint/raw_syscalls/sys_enter")
 int dc_enter_tp(struct trace_event_raw_sys_enter *ctx)
 {
 	__u32 op = lookup_op(ctx->id), src;
-	/* three fixed-offset loads: a switch over ctx->args[i] lets clang fold
+	/* fixed-offset loads: a switch over ctx->args[i] lets clang fold
 	 * the offset into the pointer, which the verifier refuses for ctx */
-	__u64 a1 = ctx->args[1], a2 = ctx->args[2], a3 = ctx->args[3];
+	__u64 a0 = ctx->args[0], a1 = ctx->args[1], a2 = ctx->args[2], a3 = ctx->args[3];
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct dc_stash *st;
 
 	if (!op)
 		return 0;
 	src = size_src(op);
-	stash_put(op, src == DC_SZ_ARG1 ? a1 : src == DC_SZ_ARG2 ? a2 : src == DC_SZ_ARG3 ? a3 : 0);
+	st = stash_open(task, op,
+			src == DC_SZ_ARG1   ? a1
+			: src == DC_SZ_ARG2 ? a2
+			: src == DC_SZ_ARG3 ? a3
+					    : 0);
+	if (!st)
+		return 0;
+	if (files_on) {
+		if (kind_of(ctx->id))
+			file_enter(&st->f, task, ctx->id, a0, a1, a3);
+		else
+			st->f.kind = DC_FK_NONE;
+	}
+	stash_stamp(st);
 	return 0;
 }
 

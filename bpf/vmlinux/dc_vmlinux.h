@@ -61,22 +61,38 @@ struct pt_regs {
 #error "datacrumbs: add this architecture's pt_regs to bpf/vmlinux/dc_vmlinux.h"
 #endif
 
-struct mm_struct;
+struct file;
+struct mm_struct {
+	struct file *exe_file; /* what exec() ran; prctl(PR_SET_MM_EXE_FILE) may swap it */
+};
+
+typedef struct {
+	unsigned int val;
+} kuid_t;
+struct cred {
+	kuid_t uid;
+};
 
 struct task_struct {
 	int pid;
 	int tgid;
 	struct mm_struct *mm; /* NULL for kernel threads */
 	struct task_struct *group_leader;
+	const struct cred *real_cred;
 	char comm[16];
+	struct files_struct *files;
 };
 
 /* block layer */
 struct kernfs_node {
 	u64 id;
 };
+struct cgroup_root {
+	int hierarchy_id; /* 0: the cgroup2 (default) hierarchy */
+};
 struct cgroup {
 	struct kernfs_node *kn;
+	struct cgroup_root *root;
 };
 struct cgroup_subsys_state {
 	struct cgroup *cgroup;
@@ -120,6 +136,74 @@ struct trace_event_raw_mm_filemap_op_page_cache {
 	unsigned long index;
 	unsigned int s_dev;
 	unsigned char order;
+};
+
+/* io_uring: the request, its CQE (tp_btf) and the tracepoint records */
+struct io_ring_ctx;
+struct io_kiocb {
+	u8 opcode;
+};
+struct io_uring_cqe {
+	u64 user_data;
+	s32 res;
+	u32 flags;
+};
+struct trace_event_raw_io_uring_submit_req {
+	void *req;
+	u8 opcode;
+};
+struct trace_event_raw_io_uring_submit_sqe {
+	void *req;
+	u8 opcode;
+};
+struct trace_event_raw_io_uring_complete {
+	void *req;
+	int res;
+	unsigned int cflags;
+};
+
+/* files: the fd table, the file, its inode and the dentry/mount chain that
+ * names it. struct mount is private to fs/ but in BTF; CO-RE finds f_path
+ * inside the anonymous union newer kernels wrap it in. */
+struct super_block {
+	u32 s_dev;
+};
+struct inode {
+	unsigned short i_mode;
+	unsigned char i_blkbits;
+	unsigned long i_ino;
+	struct super_block *i_sb;
+};
+struct qstr {
+	const unsigned char *name;
+};
+struct dentry {
+	struct dentry *d_parent;
+	struct qstr d_name;
+};
+struct vfsmount {
+	struct dentry *mnt_root;
+};
+struct mount {
+	struct mount *mnt_parent;
+	struct dentry *mnt_mountpoint;
+	struct vfsmount mnt;
+};
+struct path {
+	struct vfsmount *mnt;
+	struct dentry *dentry;
+};
+struct file {
+	struct path f_path;
+	struct inode *f_inode;
+	long long f_pos;
+};
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+};
+struct files_struct {
+	struct fdtable *fdt;
 };
 
 #pragma clang attribute pop

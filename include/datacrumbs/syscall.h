@@ -17,8 +17,9 @@
 #endif
 
 #include "datacrumbs/ops.h"
+#include "datacrumbs/file.h"
 
-#define DC_SYSCALL_ABI 1
+#define DC_SYSCALL_ABI 2 /* 2: dc_proc gained uid and exe */
 
 /*
  * Syscall numbers the BPF side can map to an operation. 512 covers every
@@ -62,13 +63,20 @@ struct dc_stash {
 	__u64 size; /* the size argument for DC_SZ_ARG* ops */
 	__u32 op;
 	__u32 pad;
+	struct dc_file_stash f; /* the file layer's part (bpf/file.bpf.h) */
 };
 
 /* Process identity captured in the kernel when a process first shows up in a
  * window, so the comm survives a process that exits before the drain. */
 #define DC_COMM_LEN 16
+/* An executable's base name (a dentry name) may be NAME_MAX (255) bytes; 64
+ * holds the usual ones and keeps the map (maps.max_procs entries) small. */
+#define DC_EXE_LEN 64
 struct dc_proc {
 	char comm[DC_COMM_LEN]; /* the thread-group leader's comm */
+	char exe[DC_EXE_LEN];	/* base name of the executable, truncated; "" if none */
+	__u32 uid;		/* the leader's real uid in the initial user namespace */
+	__u32 pad;
 };
 
 /*

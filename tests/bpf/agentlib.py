@@ -152,7 +152,8 @@ class Checks:
 
 
 FEATURE_FIELDS = ["schema", "type", "host", "run", "boot", "window", "ts_start", "ts_end",
-                  "duration_us", "pid", "comm", "cgroup_id", "cgroup", "ops", "totals", "derived"]
+                  "duration_us", "pid", "comm", "exe", "cgroup_id", "cgroup", "job", "ops", "totals",
+                  "derived"]
 OP_FIELDS = ["class", "count", "errors", "bytes", "time_ns", "lat_p50_ns", "lat_p90_ns",
              "lat_p99_ns", "lat_hist"]
 

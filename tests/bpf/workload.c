@@ -18,6 +18,16 @@
  * With --blockdev DEV the child instead opens DEV with O_DIRECT and makes
  * N aligned pwrites of --size bytes, then N preads of them: N write and N
  * read requests of exactly that size at the block layer.
+ *
+ * With --uring 1 the child instead creates one io_uring (raw io_uring_setup
+ * and io_uring_enter, rings mmap()ed: no liburing) on a new file in --dir
+ * and, one request at a time, completes: N IORING_OP_WRITE of --size bytes
+ * (issued inline), N IORING_OP_READ of them with IOSQE_ASYNC (completed by
+ * an io-wq worker thread), --bad-reads IORING_OP_READ failing on fd -1
+ * (EBADF) and one IORING_OP_FSYNC. --uring 2 does the same through an
+ * IORING_SETUP_SQPOLL ring, whose kernel thread submits the requests, then
+ * one IORING_OP_TIMEOUT of 1 s (-ETIME) waited for, and followed by 1 s,
+ * without I/O system calls: a window in which only io_uring sees the child.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +36,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/io_uring.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -37,6 +51,7 @@ static size_t size = 4096;
 static const char *dir = "/tmp";
 static const char *comm;
 static const char *blockdev;
+static int uring;
 
 static void block_io(void)
 {
@@ -55,6 +70,156 @@ static void block_io(void)
 	for (int i = 0; i < iters; i++)
 		if (pread(fd, buf, size, (off_t)i * (off_t)size) != (ssize_t)size)
 			_exit(33);
+	close(fd);
+	free(buf);
+}
+
+struct ring {
+	int fd, sqpoll;
+	unsigned *sq_flags, *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
+	struct io_uring_sqe *sqes;
+	struct io_uring_cqe *cqes;
+};
+
+static void ring_init(struct ring *r)
+{
+	struct io_uring_params p;
+	size_t sq_len, cq_len;
+	char *sq, *cq;
+
+	memset(&p, 0, sizeof(p));
+	r->sqpoll = uring == 2;
+	if (r->sqpoll) {
+		p.flags = IORING_SETUP_SQPOLL;
+		p.sq_thread_idle = 1000; /* ms */
+	}
+	r->fd = (int)syscall(__NR_io_uring_setup, 4, &p);
+	if (r->fd < 0)
+		_exit(40);
+	sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+	cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	if (p.features & IORING_FEAT_SINGLE_MMAP)
+		sq_len = cq_len = sq_len > cq_len ? sq_len : cq_len;
+	sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd,
+		  IORING_OFF_SQ_RING);
+	cq = p.features & IORING_FEAT_SINGLE_MMAP
+		 ? sq
+		 : mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, r->fd,
+			IORING_OFF_CQ_RING);
+	r->sqes = mmap(NULL, p.sq_entries * sizeof(struct io_uring_sqe), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
+	if (sq == MAP_FAILED || cq == MAP_FAILED || r->sqes == MAP_FAILED)
+		_exit(41);
+	r->sq_flags = (unsigned *)(sq + p.sq_off.flags);
+	r->sq_tail = (unsigned *)(sq + p.sq_off.tail);
+	r->sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
+	r->sq_array = (unsigned *)(sq + p.sq_off.array);
+	r->cq_head = (unsigned *)(cq + p.cq_off.head);
+	r->cq_tail = (unsigned *)(cq + p.cq_off.tail);
+	r->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
+	r->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+}
+
+/* Queue one request; an SQPOLL ring's thread takes it from there, once
+ * woken if it went idle (the barrier orders the tail before reading the
+ * flag, as io_uring(7) requires). Returns io_uring_enter() flags to pass. */
+static unsigned ring_push(struct ring *r, int op, unsigned flags, int fd, const void *addr,
+			  unsigned len, off_t off)
+{
+	unsigned tail = *r->sq_tail, idx = tail & *r->sq_mask;
+	struct io_uring_sqe *sqe = &r->sqes[idx];
+
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = (uint8_t)op;
+	sqe->flags = (uint8_t)flags;
+	sqe->fd = fd;
+	sqe->addr = (uintptr_t)addr;
+	sqe->len = len;
+	sqe->off = (uint64_t)off;
+	r->sq_array[idx] = idx;
+	__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return r->sqpoll && (__atomic_load_n(r->sq_flags, __ATOMIC_RELAXED) & IORING_SQ_NEED_WAKEUP)
+		   ? IORING_ENTER_SQ_WAKEUP
+		   : 0;
+}
+
+/* Take the next completion, which must be there: its res. */
+static int ring_pop(struct ring *r)
+{
+	unsigned head = *r->cq_head;
+	int res;
+
+	if (head == __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE))
+		_exit(43);
+	res = r->cqes[head & *r->cq_mask].res;
+	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
+	return res;
+}
+
+/* Submit one request and wait for its completion: its res. */
+static int ring_do(struct ring *r, int op, unsigned flags, int fd, void *buf, unsigned len,
+		   off_t off)
+{
+	unsigned enter = ring_push(r, op, flags, fd, buf, len, off) | IORING_ENTER_GETEVENTS;
+	/* with SQPOLL the call only waits: the ring's thread submits */
+	long ret = syscall(__NR_io_uring_enter, r->fd, r->sqpoll ? 0 : 1, 1, enter, NULL, 0);
+
+	if (ret < 0 || (!r->sqpoll && ret != 1))
+		_exit(42);
+	return ring_pop(r);
+}
+
+/*
+ * SQPOLL only: a 1 s IORING_OP_TIMEOUT (it completes with -ETIME) waited for
+ * without I/O system calls (nanosleep is none), then 1 s more of the same,
+ * so the window of its completion sees this process through io_uring alone.
+ */
+static void ring_quiet_timeout(struct ring *r)
+{
+	struct __kernel_timespec ts = {.tv_sec = 1};
+	struct timespec nap = {0, 10 * 1000000L}, rest = {1, 0};
+	unsigned enter = ring_push(r, IORING_OP_TIMEOUT, 0, -1, &ts, 1, 0);
+
+	if (enter && syscall(__NR_io_uring_enter, r->fd, 0, 0, enter, NULL, 0) < 0)
+		_exit(50);
+	while (*r->cq_head == __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE))
+		nanosleep(&nap, NULL);
+	if (ring_pop(r) != -ETIME)
+		_exit(51);
+	nanosleep(&rest, NULL);
+}
+
+static void uring_io(void)
+{
+	char path[4096], *buf = malloc(size);
+	struct ring r;
+	int fd;
+
+	if (!buf)
+		_exit(44);
+	memset(buf, 'u', size);
+	snprintf(path, sizeof(path), "%s/dc-workload.%d.0", dir, (int)getpid());
+	fd = open(path, O_CREAT | O_RDWR | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		_exit(45);
+	ring_init(&r);
+	for (int i = 0; i < iters; i++)
+		if (ring_do(&r, IORING_OP_WRITE, 0, fd, buf, (unsigned)size,
+			    (off_t)i * (off_t)size) != (int)size)
+			_exit(46);
+	for (int i = 0; i < iters; i++)
+		if (ring_do(&r, IORING_OP_READ, IOSQE_ASYNC, fd, buf, (unsigned)size,
+			    (off_t)i * (off_t)size) != (int)size)
+			_exit(47);
+	for (int i = 0; i < bad_reads; i++)
+		if (ring_do(&r, IORING_OP_READ, 0, -1, buf, 1, 0) != -EBADF)
+			_exit(48);
+	if (ring_do(&r, IORING_OP_FSYNC, 0, fd, NULL, 0, 0) != 0)
+		_exit(49);
+	if (r.sqpoll)
+		ring_quiet_timeout(&r);
+	close(r.fd);
 	close(fd);
 	free(buf);
 }
@@ -129,6 +294,8 @@ int main(int argc, char **argv)
 			comm = v;
 		else if (!strcmp(k, "--blockdev"))
 			blockdev = v;
+		else if (!strcmp(k, "--uring"))
+			uring = atoi(v);
 		else {
 			fprintf(stderr, "workload: unknown option %s\n", k);
 			return 2;
@@ -146,6 +313,10 @@ int main(int argc, char **argv)
 			prctl(PR_SET_NAME, comm, 0, 0, 0);
 		if (blockdev) {
 			block_io();
+			_exit(0);
+		}
+		if (uring) {
+			uring_io();
 			_exit(0);
 		}
 		for (long t = 1; t < nthreads; t++)

@@ -71,6 +71,28 @@ int main(void)
 	      "op keyed by name with its class");
 	CHECK(strchr(b.data, '\n') == b.data + strlen(b.data) - 1,
 	      "no raw newline inside the record");
+	CHECK(!strstr(b.data, "\"uid\"") && strstr(b.data, "\"exe\":\"\",") &&
+		  strstr(b.data, "\"cgroup\":\"/a\",\"job\":{},"),
+	      "unknown process: no uid, empty exe; no job: an empty object");
+	{
+		struct dc_proc_ident who = id;
+		struct dc_jobid job;
+
+		jobid_parse("/system.slice/slurmstepd.scope/job_42/step_0", &job);
+		who.uid_known = true;
+		who.uid = 0;
+		who.exe = "py\"thon";
+		who.job = &job;
+		buf_reset(&b);
+		record_features(&b, &ctx, &who, e, end, NULL);
+		buf_putc(&b, 0);
+		CHECK(strstr(b.data, "\"comm\":\"we\\nird\",\"uid\":0,\"exe\":\"py\\\"thon\",") !=
+			  NULL,
+		      "uid 0 is a uid; exe escaped, after comm");
+		CHECK(strstr(b.data, "\"job\":{\"unit\":\"slurmstepd.scope\",\"slice\":"
+				     "\"system.slice\",\"slurm_job\":\"42\"},") != NULL,
+		      "job object holds only the members found");
+	}
 
 	/* per-CPU values are summed into 64-bit histograms */
 	kv.lat_hist[2] = 3;

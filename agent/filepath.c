@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "filepath.h"
+
+int filepath_join(const char *comps, size_t len, bool truncated, char *out, size_t outlen)
+{
+	size_t starts[4096], n = 0, o = 0;
+
+	if (!outlen)
+		return -ENAMETOOLONG;
+	out[0] = 0;
+	/* the kernel's buffer may end without a NUL when it was cut short */
+	for (size_t i = 0; i < len && n < sizeof(starts) / sizeof(starts[0]);) {
+		const char *z = memchr(comps + i, 0, len - i);
+		size_t l = z ? (size_t)(z - (comps + i)) : len - i;
+
+		if (l)
+			starts[n++] = i;
+		i += l + 1;
+	}
+	if (truncated) {
+		if (outlen < 4)
+			return -ENAMETOOLONG;
+		memcpy(out, "...", 4);
+		o = 3;
+	}
+	if (!n) {
+		if (o + 2 > outlen)
+			return -ENAMETOOLONG;
+		out[o++] = '/';
+		out[o] = 0;
+		return (int)o;
+	}
+	while (n--) {
+		const char *c = comps + starts[n];
+		size_t l = strnlen(c, len - starts[n]);
+
+		if (o + 1 + l + 1 > outlen) {
+			out[o] = 0;
+			return -ENAMETOOLONG;
+		}
+		out[o++] = '/';
+		memcpy(out + o, c, l);
+		o += l;
+	}
+	out[o] = 0;
+	return (int)o;
+}
+
+uint64_t filepath_hash(const char *path)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		h ^= *p;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+void filepath_hash_hex(uint64_t h, char out[17])
+{
+	snprintf(out, 17, "%016" PRIx64, h);
+}
+
+static size_t slot_of(const struct fname_table *t, uint32_t dev, uint64_t ino)
+{
+	uint64_t k = (ino ^ ((uint64_t)dev << 40) ^ dev) * 0x9E3779B97F4A7C15ULL;
+
+	return (size_t)(k >> 17) & (t->cap - 1);
+}
+
+void fname_table_init(struct fname_table *t, size_t max)
+{
+	*t = (struct fname_table){.max = max ? max : 1};
+}
+
+void fname_table_free(struct fname_table *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->slots[i].path);
+	free(t->slots);
+	*t = (struct fname_table){.max = t->max};
+}
+
+static struct fname *find(struct fname_table *t, uint32_t dev, uint64_t ino)
+{
+	if (!t->cap)
+		return NULL;
+	for (size_t i = slot_of(t, dev, ino), k = 0; k < t->cap; i = (i + 1) & (t->cap - 1), k++) {
+		struct fname *f = &t->slots[i];
+
+		if (!f->path)
+			return NULL;
+		if (f->dev == dev && f->ino == ino)
+			return f;
+	}
+	return NULL;
+}
+
+/* Rehash into cap slots, keeping entries used at or after keep_from. */
+static int rehash(struct fname_table *t, size_t cap, uint64_t keep_from)
+{
+	struct fname *old = t->slots;
+	size_t ocap = t->cap;
+
+	t->slots = calloc(cap, sizeof(*t->slots));
+	if (!t->slots) {
+		t->slots = old;
+		return -ENOMEM;
+	}
+	t->cap = cap;
+	t->used = 0;
+	for (size_t i = 0; i < ocap; i++) {
+		struct fname *f = &old[i];
+		size_t s;
+
+		if (!f->path)
+			continue;
+		if (f->last_window < keep_from) {
+			free(f->path);
+			continue;
+		}
+		for (s = slot_of(t, f->dev, f->ino); t->slots[s].path; s = (s + 1) & (cap - 1))
+			;
+		t->slots[s] = *f;
+		t->used++;
+	}
+	free(old);
+	return 0;
+}
+
+int fname_put(struct fname_table *t, uint32_t dev, uint64_t ino, const char *path, bool truncated,
+	      uint64_t window)
+{
+	struct fname *f = find(t, dev, ino);
+	char *copy = strdup(path);
+	size_t s;
+
+	if (!copy)
+		return -ENOMEM;
+	if (f) {
+		free(f->path);
+		f->path = copy;
+		f->truncated = truncated;
+		f->hash = filepath_hash(path);
+		f->last_window = window;
+		return 0;
+	}
+	/* at the bound or half full: forget names unused for two windows first */
+	if (t->cap && (t->used + 1 > t->max || (t->used + 1) * 2 > t->cap)) {
+		int r = rehash(t, t->cap, window > 1 ? window - 1 : 0);
+
+		if (r < 0) {
+			free(copy);
+			return r;
+		}
+	}
+	if (t->used + 1 > t->max) {
+		free(copy);
+		return -ENOSPC;
+	}
+	/* at most half full, so probes stay short */
+	if ((t->used + 1) * 2 > t->cap) {
+		int r = rehash(t, t->cap ? t->cap * 2 : 64, 0);
+
+		if (r < 0) {
+			free(copy);
+			return r;
+		}
+	}
+	for (s = slot_of(t, dev, ino); t->slots[s].path; s = (s + 1) & (t->cap - 1))
+		;
+	t->slots[s] = (struct fname){.dev = dev,
+				     .ino = ino,
+				     .truncated = truncated,
+				     .hash = filepath_hash(path),
+				     .last_window = window,
+				     .path = copy};
+	t->used++;
+	return 0;
+}
+
+const struct fname *fname_get(struct fname_table *t, uint32_t dev, uint64_t ino, uint64_t window)
+{
+	struct fname *f = find(t, dev, ino);
+
+	if (f && f->last_window < window)
+		f->last_window = window;
+	return f;
+}
+
+bool fhash_first(struct fhash_seen *s, uint64_t h)
+{
+	uint64_t *slot = &s->slot[(h * 0x9E3779B97F4A7C15ULL) >> 48];
+
+	/* 0 marks an empty slot; a path hashing to 0 is published every time */
+	if (*slot == h && h)
+		return false;
+	*slot = h;
+	return true;
+}

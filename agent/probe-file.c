@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "counters.h"
+#include "log.h"
+#include "macro.h"
+#include "ops.h"
+#include "probe-file.h"
+#include "syscall.skel.h"
+#include "winmap.h"
+
+#define KIND_HAS_BUF 0x10 /* bpf/file.bpf.c: arg1 is the buffer itself */
+
+struct probe_file {
+	struct ring_buffer *ring;
+	struct bpf_map *overflow, *counters;
+	int ncpus;
+	bool percpu;
+	struct winmap agg;
+	uint64_t max_keys, max_positions, ring_bytes;
+	char detail[256];
+	struct dc_file_entry *entries;
+	size_t n, cap;
+	struct dc_file_sum overflow_prev;
+	uint64_t counters_prev[DC_FILE_CNT_MAX];
+	struct fname_table names;
+	uint64_t window; /* the window being filled, for names arriving now */
+	uint64_t names_in, names_dropped;
+	uint64_t names_in_prev, names_dropped_prev;
+};
+
+/* What the file layer does with each system call, by operation. */
+static uint8_t kind_of_op(const char *op)
+{
+	static const struct {
+		const char *op;
+		uint8_t kind;
+	} t[] = {
+	    {"read", DC_FK_READ | KIND_HAS_BUF},
+	    {"readv", DC_FK_READ},
+	    {"write", DC_FK_WRITE | KIND_HAS_BUF},
+	    {"writev", DC_FK_WRITE},
+	    {"pread64", DC_FK_PREAD | KIND_HAS_BUF},
+	    {"preadv", DC_FK_PREAD},
+	    {"pwrite64", DC_FK_PWRITE | KIND_HAS_BUF},
+	    {"pwritev", DC_FK_PWRITE},
+	    {"preadv2", DC_FK_PREAD2},
+	    {"pwritev2", DC_FK_PWRITE2},
+	    {"open", DC_FK_OPEN},
+	    {"openat", DC_FK_OPEN},
+	    {"openat2", DC_FK_OPEN},
+	    {"creat", DC_FK_OPEN},
+	    {"close", DC_FK_META},
+	    {"lseek", DC_FK_META},
+	    {"fstat", DC_FK_META},
+	    {"ftruncate", DC_FK_META},
+	    {"fallocate", DC_FK_META},
+	    {"fadvise64", DC_FK_META},
+	    {"readahead", DC_FK_META},
+	    {"flock", DC_FK_META},
+	    {"fsync", DC_FK_SYNC},
+	    {"fdatasync", DC_FK_SYNC},
+	    {"sync_file_range", DC_FK_SYNC},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(t); i++)
+		if (!strcmp(t[i].op, op))
+			return t[i].kind;
+	return DC_FK_NONE;
+}
+
+static void fill_kinds(uint8_t *kinds)
+{
+	uint8_t ops[DC_FILE_NR_MAX];
+
+	ops_fill_nr_table(ops, DC_FILE_NR_MAX);
+	for (size_t nr = 0; nr < DC_FILE_NR_MAX; nr++)
+		kinds[nr] = ops[nr] ? kind_of_op(ops_get(ops[nr])->name) : DC_FK_NONE;
+}
+
+struct probe_file *probe_file_free(struct probe_file *p)
+{
+	if (!p)
+		return NULL;
+	ring_buffer__free(p->ring);
+	winmap_close(&p->agg);
+	fname_table_free(&p->names);
+	free(p->entries);
+	free(p);
+	return NULL;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_file *, probe_file_free);
+
+static int on_path(void *ctx, void *data, size_t size)
+{
+	struct probe_file *p = ctx;
+	const struct dc_path_ev *ev = data;
+	char path[DC_PATH_BUF + 8];
+	size_t len;
+
+	if (size < offsetof(struct dc_path_ev, buf))
+		return 0;
+	len = size - offsetof(struct dc_path_ev, buf);
+	if (ev->len < len)
+		len = ev->len;
+	p->names_in++;
+	if (filepath_join(ev->buf, len, ev->flags & DC_PATH_TRUNCATED, path, sizeof(path)) < 0 ||
+	    fname_put(&p->names, ev->dev, ev->ino, path, ev->flags & DC_PATH_TRUNCATED, p->window) <
+		0)
+		p->names_dropped++;
+	return 0;
+}
+
+int probe_file_new(const struct dc_config *cfg, struct probe_file **ret)
+{
+	_cleanup_(probe_file_freep) struct probe_file *p = calloc(1, sizeof(*p));
+	uint64_t percpu_bytes;
+
+	if (!p)
+		return -ENOMEM;
+	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
+	p->ncpus = libbpf_num_possible_cpus();
+	if (p->ncpus <= 0)
+		return p->ncpus;
+	p->max_keys = (uint64_t)cfg->files_max_keys;
+	p->max_positions = (uint64_t)cfg->files_max_positions;
+	/* a ring is a power of two pages */
+	p->ring_bytes = 4096;
+	while (p->ring_bytes < (uint64_t)cfg->files_ring_kib * 1024)
+		p->ring_bytes *= 2;
+	/* per-CPU only while both windows fit the map budget: a file value is
+	 * larger than a syscall one and file keys are many */
+	percpu_bytes = 2 * p->max_keys * sizeof(struct dc_file_val) * (uint64_t)p->ncpus;
+	p->percpu = strcmp(cfg->map_layout, "shared") &&
+		    (!strcmp(cfg->map_layout, "percpu") ||
+		     percpu_bytes <= (uint64_t)cfg->map_memory_mib << 20);
+	/* a name for every key of two windows, with room to spare */
+	fname_table_init(&p->names, (size_t)p->max_keys * 4);
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+bool probe_file_fits_percpu(const struct probe_file *p)
+{
+	return p->percpu;
+}
+
+int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool percpu, bool plain)
+{
+	p->percpu = percpu;
+	skel->rodata->files_on = true;
+	fill_kinds((uint8_t *)skel->rodata->nr_kind);
+	bpf_map__set_max_entries(skel->maps.file_pos, (__u32)p->max_positions);
+	bpf_map__set_max_entries(skel->maps.paths, (__u32)p->ring_bytes);
+	p->overflow = skel->maps.file_overflow;
+	p->counters = skel->maps.file_counters;
+	snprintf(p->detail, sizeof(p->detail),
+		 "in the syscall programs; %s maps of %llu keys, %s updates",
+		 p->percpu ? "per-CPU" : "shared", (unsigned long long)p->max_keys,
+		 plain ? "plain" : "atomic");
+	return winmap_prepare(&p->agg, skel->maps.file_gen, "dc_file", sizeof(struct dc_file_key),
+			      sizeof(struct dc_file_val), (unsigned)p->max_keys, p->percpu,
+			      p->ncpus);
+}
+
+void probe_file_disable(struct syscall_bpf *skel)
+{
+	/* the code is dead (files_on false): its maps need not exist */
+	skel->rodata->files_on = false;
+	bpf_map__set_autocreate(skel->maps.file_gen, false);
+	bpf_map__set_autocreate(skel->maps.file_overflow, false);
+	bpf_map__set_autocreate(skel->maps.file_counters, false);
+	bpf_map__set_autocreate(skel->maps.file_pos, false);
+	bpf_map__set_autocreate(skel->maps.paths, false);
+	bpf_map__set_autocreate(skel->maps.path_scratch, false);
+	bpf_map__set_autocreate(skel->maps.chunk_scratch, false);
+}
+
+int probe_file_install(struct probe_file *p)
+{
+	return winmap_install(&p->agg);
+}
+
+void probe_file_reset(struct probe_file *p)
+{
+	winmap_close(&p->agg);
+	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
+}
+
+int probe_file_start(struct probe_file *p, struct syscall_bpf *skel)
+{
+	p->ring = ring_buffer__new(bpf_map__fd(skel->maps.paths), on_path, p, NULL);
+	return p->ring ? 0 : -errno;
+}
+
+const char *probe_file_detail(const struct probe_file *p)
+{
+	return p->detail;
+}
+
+int probe_file_ring_fd(struct probe_file *p)
+{
+	return ring_buffer__epoll_fd(p->ring);
+}
+
+int probe_file_consume(struct probe_file *p, uint64_t window)
+{
+	int r;
+
+	p->window = window;
+	r = ring_buffer__consume(p->ring);
+	return r < 0 ? r : 0;
+}
+
+static int collect(const void *key, const void *values, int ncpus, void *ctx)
+{
+	struct probe_file *p = ctx;
+	const struct dc_file_key *k = key;
+	struct dc_file_entry *e = VEC_PUSH(p->entries, p->n, p->cap);
+
+	if (!e)
+		return -ENOMEM;
+	e->cgroup_id = k->cgroup_id;
+	e->tgid = k->tgid;
+	e->dev = k->dev;
+	e->ino = k->ino;
+	e->v.files = 1;
+	for (int c = 0; c < ncpus; c++)
+		file_sum_add_val(&e->v, (const struct dc_file_val *)values + c);
+	return 0;
+}
+
+int probe_file_flip_and_drain(struct probe_file *p, uint64_t window, struct dc_file_drain *res)
+{
+	_cleanup_free_ struct dc_file_val *vals = calloc((size_t)p->ncpus, sizeof(*vals));
+	unsigned long long flip_us;
+	struct dc_file_sum cur = {};
+	__u32 zero = 0;
+	bool batch;
+	int r;
+
+	if (!vals)
+		return -ENOMEM;
+	p->n = 0;
+	r = winmap_flip_and_drain(&p->agg, collect, p, &batch, &flip_us);
+	/* after the flip every name the closed window sent is in the ring */
+	probe_file_consume(p, window);
+	if (r < 0)
+		return r;
+	file_sort(p->entries, p->n);
+	res->entries = p->entries;
+	res->n = p->n;
+	if (!bpf_map_lookup_elem(bpf_map__fd(p->overflow), &zero, vals))
+		for (int c = 0; c < p->ncpus; c++)
+			file_sum_add_val(&cur, &vals[c]);
+	file_sum_delta(&res->overflow, &cur, &p->overflow_prev);
+	p->overflow_prev = cur;
+	percpu_counters_delta(p->counters, DC_FILE_CNT_MAX, p->ncpus, p->counters_prev,
+			      res->counters);
+	res->names = p->names_in - p->names_in_prev;
+	res->names_not_kept = p->names_dropped - p->names_dropped_prev;
+	p->names_in_prev = p->names_in;
+	p->names_dropped_prev = p->names_dropped;
+	return 0;
+}
+
+const struct fname *probe_file_name(struct probe_file *p, uint32_t dev, uint64_t ino,
+				    uint64_t window)
+{
+	return fname_get(&p->names, dev, ino, window);
+}

@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * File layer, compiled into the system-call programs (bpf/syscall.bpf.c):
+ * the calls that name a file by descriptor, aggregated per window by
+ * (cgroup, process, file), with Darshan's access-pattern counters, and a
+ * path event the first time each (process, file) key shows up in a window.
+ *
+ * In the syscall programs, not beside them: a second program pair on the
+ * same hooks pays its dispatch, its entry stash, its clock and cgroup reads
+ * again on every call, which measured more than the file logic itself. Off
+ * (files_on false), the verifier drops all of it.
+ *
+ * The file comes from the calling process's fd table at sys_enter (at
+ * sys_exit for the open family, whose result is the fd): the kernel's own
+ * table is shared by the threads of a process and already reflects dup,
+ * dup2, dup3, F_DUPFD, close_range and exec, so nothing here shadows it.
+ * Only regular files and block devices are kept; sockets and pipes stay in
+ * the system-call layer's counts.
+ */
+#ifndef DC_FILE_BPF_H
+#define DC_FILE_BPF_H
+
+#include "datacrumbs/file.h"
+
+#define S_IFMT	0170000
+#define S_IFREG 0100000
+#define S_IFBLK 0060000
+
+/* nr_kind bits above the kind: arg1 is the user buffer (not an iovec) */
+#define DC_FK_KIND_MASK 0x0f
+#define DC_FK_HAS_BUF	0x10
+
+const volatile bool files_on = false;
+const volatile __u8 nr_kind[DC_FILE_NR_MAX] = {};
+
+static const struct dc_file_val file_zero_val;
+static const struct dc_file_pos zero_pos;
+
+DC_WINDOW_MAP(file_gen, struct dc_file_key, struct dc_file_val);
+
+/* Calls whose (process, file) key found no room: totals only. Monotonic. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dc_file_val);
+} file_overflow SEC(".maps");
+
+DC_COUNTERS(file_counters, DC_FILE_CNT_MAX);
+
+/* Where the previous read and write of a process on a file ended: outlives
+ * windows, so a sequential scan stays sequential across a window boundary. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536); /* sized from config before load */
+	__type(key, struct dc_file_pos_key);
+	__type(value, struct dc_file_pos);
+} file_pos SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20); /* sized from config before load */
+} paths SEC(".maps");
+
+/* A path is built here and copied to the ring at its real length: a
+ * reservation would have to be the full 4 KiB for every event. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dc_path_ev);
+} path_scratch SEC(".maps");
+
+#define file_count(which) dc_count(&file_counters, (which))
+
+static __always_inline __u32 kind_of(long nr)
+{
+	if ((unsigned long)nr >= DC_FILE_NR_MAX)
+		return 0;
+	return nr_kind[nr];
+}
+
+/* task is the BTF-typed current task: the walk to the fd array is direct
+ * loads (the verifier makes them fault-safe), not a helper call per field */
+static __always_inline struct file *fd_file(struct task_struct *task, __u64 fd)
+{
+	struct files_struct *files = task->files;
+	struct file **fds, *f = NULL;
+	struct fdtable *fdt;
+
+	if (!files)
+		return NULL;
+	fdt = files->fdt;
+	if (!fdt || fd >= fdt->max_fds)
+		return NULL;
+	fds = fdt->fd;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
+		return NULL;
+	return f;
+}
+
+/*
+ * The fields read on every call are a few bytes each near the start of
+ * struct file and struct inode: one probe read of that span per struct
+ * costs about what one field does, where a read per field costs six. The
+ * span is computed from the relocated field offsets, so it is exact on any
+ * kernel; a layout that puts a field beyond DC_CHUNK reads fields one by one.
+ */
+#define DC_CHUNK 256
+
+struct chunk {
+	__u8 b[DC_CHUNK];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct chunk);
+} chunk_scratch SEC(".maps");
+
+#define FIELD_END(type, field, size) (bpf_core_field_offset(type, field) + (size))
+#define CHUNK_GET(c, type, field, out) \
+	__builtin_memcpy(&(out), &(c)->b[bpf_core_field_offset(type, field)], sizeof(out))
+
+static __always_inline __u32 max_u32(__u32 a, __u32 b)
+{
+	return a > b ? a : b;
+}
+
+/* A regular file or block device: its identity and, for want_pos, its
+ * position. Anything else: false. */
+static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st, bool want_pos)
+{
+	__u32 zero = 0, fend, iend;
+	struct super_block *sb;
+	unsigned short mode;
+	struct inode *in;
+	struct chunk *c;
+
+	c = bpf_map_lookup_elem(&chunk_scratch, &zero);
+	if (!c)
+		return false;
+	fend = max_u32(FIELD_END(struct file, f_inode, 8), FIELD_END(struct file, f_pos, 8));
+	iend = max_u32(
+	    max_u32(FIELD_END(struct inode, i_mode, 2), FIELD_END(struct inode, i_sb, 8)),
+	    max_u32(FIELD_END(struct inode, i_ino, 8), FIELD_END(struct inode, i_blkbits, 1)));
+	if (fend > DC_CHUNK || iend > DC_CHUNK) {
+		in = BPF_CORE_READ(f, f_inode);
+		if (!in)
+			return false;
+		mode = BPF_CORE_READ(in, i_mode) & S_IFMT;
+		if (mode != S_IFREG && mode != S_IFBLK)
+			return false;
+		st->ino = BPF_CORE_READ(in, i_ino);
+		st->dev = BPF_CORE_READ(in, i_sb, s_dev);
+		st->blkbits = BPF_CORE_READ(in, i_blkbits);
+		if (want_pos)
+			st->offset = BPF_CORE_READ(f, f_pos);
+		return true;
+	}
+	if (bpf_probe_read_kernel(c, fend, f))
+		return false;
+	CHUNK_GET(c, struct file, f_inode, in);
+	if (want_pos)
+		CHUNK_GET(c, struct file, f_pos, st->offset);
+	if (!in || bpf_probe_read_kernel(c, iend, in))
+		return false;
+	CHUNK_GET(c, struct inode, i_mode, mode);
+	mode &= S_IFMT;
+	if (mode != S_IFREG && mode != S_IFBLK)
+		return false;
+	CHUNK_GET(c, struct inode, i_ino, st->ino);
+	CHUNK_GET(c, struct inode, i_blkbits, st->blkbits);
+	CHUNK_GET(c, struct inode, i_sb, sb);
+	st->dev = BPF_CORE_READ(sb, s_dev);
+	return true;
+}
+
+struct walk {
+	struct dentry *d, *mroot;
+	struct mount *mnt;
+	__u32 off, flags;
+};
+
+/* One step up the tree; 1 ends the walk. */
+static __always_inline long walk_step(__u32 i, void *ctx)
+{
+	/* locals: BPF_CORE_READ on w->x would relocate struct walk itself */
+	struct walk *w = ctx;
+	struct dentry *d = w->d, *parent;
+	struct mount *mnt = w->mnt;
+	const unsigned char *name;
+	struct dc_path_ev *ev;
+	__u32 zero = 0, off = w->off;
+	long n;
+
+	if (d == w->mroot) {
+		struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
+
+		if (up == mnt || !up) {
+			w->flags = 0;
+			return 1;
+		}
+		w->d = BPF_CORE_READ(mnt, mnt_mountpoint);
+		w->mnt = up;
+		w->mroot = BPF_CORE_READ(up, mnt.mnt_root);
+		return 0;
+	}
+	parent = BPF_CORE_READ(d, d_parent);
+	if (!parent || parent == d) {
+		/* a file system root that is no mount's root: detached */
+		w->flags = 0;
+		return 1;
+	}
+	ev = bpf_map_lookup_elem(&path_scratch, &zero);
+	if (!ev || off >= DC_PATH_MAX)
+		return 1;
+	name = BPF_CORE_READ(d, d_name.name);
+	n = bpf_probe_read_kernel_str(&ev->buf[off & (DC_PATH_MAX - 1)], DC_PATH_NAME_MAX, name);
+	if (n <= 0)
+		return 1;
+	w->off = (off + (__u32)n) & (2 * DC_PATH_MAX - 1);
+	w->d = parent;
+	return 0;
+}
+
+/*
+ * Name the file: dentry names up to the mount's root, then the mountpoint in
+ * the parent mount, and so on up to the root of the mount tree the file
+ * lives in (the process's mount namespace). Leaf first; user space reverses.
+ * Probe reads only: a file closed by another thread meanwhile gives a stale
+ * name at worst, never a fault. bpf_loop (5.17+): the verifier checks one
+ * step, where an unrolled walk of this depth is beyond its budget.
+ */
+static __always_inline void send_path(struct file *f, __u32 dev, __u64 ino)
+{
+	struct walk w = {.flags = DC_PATH_TRUNCATED};
+	struct dc_path_ev *ev;
+	struct vfsmount *vm;
+	__u32 zero = 0, off;
+
+	ev = bpf_map_lookup_elem(&path_scratch, &zero);
+	if (!ev)
+		return;
+	w.d = BPF_CORE_READ(f, f_path.dentry);
+	vm = BPF_CORE_READ(f, f_path.mnt);
+	w.mnt = (void *)vm - bpf_core_field_offset(struct mount, mnt);
+	w.mroot = BPF_CORE_READ(vm, mnt_root);
+	for (int i = 0; i < DC_PATH_DEPTH; i++)
+		if (walk_step(i, &w))
+			break;
+	off = w.off;
+	ev->ino = ino;
+	ev->dev = dev;
+	ev->flags = w.flags;
+	if (off > DC_PATH_BUF)
+		off = DC_PATH_BUF;
+	ev->len = off;
+	if (bpf_ringbuf_output(&paths, ev, offsetof(struct dc_path_ev, buf) + off, 0))
+		file_count(DC_FILE_CNT_PATH_LOST);
+}
+
+/* Darshan's bucket bounds, inclusive */
+static __always_inline __u32 darshan_bucket(__u64 sz)
+{
+	if (sz <= 100)
+		return 0;
+	if (sz <= 1024)
+		return 1;
+	if (sz <= 10240)
+		return 2;
+	if (sz <= 102400)
+		return 3;
+	if (sz <= 1048576)
+		return 4;
+	if (sz <= 4194304)
+		return 5;
+	if (sz <= 10485760)
+		return 6;
+	if (sz <= 104857600)
+		return 7;
+	if (sz <= 1073741824)
+		return 8;
+	return 9;
+}
+
+/* No atomic max in BPF: compare-and-swap until the stored value is at least
+ * v (a few rounds at most under contention); plain where nothing interleaves. */
+static __always_inline void dc_max(__u64 *p, __u64 v)
+{
+	__u64 old = *p;
+
+	if (plain_updates) {
+		if (old < v)
+			*p = v;
+		return;
+	}
+	for (int i = 0; i < 8 && old < v; i++) {
+		__u64 seen = __sync_val_compare_and_swap(p, old, v);
+
+		if (seen == old)
+			break;
+		old = seen;
+	}
+}
+
+/* sys_enter: what the exit needs, in the call's stash. */
+static __always_inline void file_enter(struct dc_file_stash *st, struct task_struct *task, long nr,
+				       __u64 a0, __u64 a1, __u64 a3)
+{
+	__u32 raw = kind_of(nr), kind = raw & DC_FK_KIND_MASK;
+	struct file *f;
+	bool want_pos;
+
+	st->kind = kind;
+	if (kind == DC_FK_NONE || kind == DC_FK_OPEN)
+		return;
+	want_pos = kind == DC_FK_READ || kind == DC_FK_WRITE ||
+		   ((kind == DC_FK_PREAD2 || kind == DC_FK_PWRITE2) && (__s64)a3 == -1);
+	f = fd_file(task, a0);
+	if (!f || !file_ident(f, st, want_pos)) {
+		st->kind = DC_FK_NONE; /* not a file we follow */
+		return;
+	}
+	st->file = (__u64)f;
+	st->has_buf = !!(raw & DC_FK_HAS_BUF);
+	st->buf = a1;
+	if (!want_pos)
+		st->offset = a3;
+}
+
+static __always_inline void pattern(struct dc_file_val *v, struct dc_file_pos *pos, bool rd,
+				    __u64 off, __u64 sz)
+{
+	__u64 end = off + sz;
+	__u8 dir = rd ? 1 : 2;
+
+	if (!pos)
+		return;
+	if (rd) {
+		if (pos->have_read) {
+			if (off == pos->read_end)
+				dc_add(&v->consec_reads, 1);
+			if (off >= pos->read_end)
+				dc_add(&v->seq_reads, 1);
+		}
+		pos->read_end = end;
+		pos->have_read = 1;
+	} else {
+		if (pos->have_write) {
+			if (off == pos->write_end)
+				dc_add(&v->consec_writes, 1);
+			if (off >= pos->write_end)
+				dc_add(&v->seq_writes, 1);
+		}
+		pos->write_end = end;
+		pos->have_write = 1;
+	}
+	if (pos->last_dir && pos->last_dir != dir)
+		dc_add(&v->rw_switches, 1);
+	pos->last_dir = dir;
+}
+
+/* sys_exit: fs is the stash sys_enter filled (a copy: the stash is reused). */
+static __always_inline void file_exit(struct dc_file_stash *fs, struct task_struct *task, long ret,
+				      __u64 lat, __u64 cgroup_id)
+{
+	struct dc_file_key key = {};
+	struct dc_file_val *v;
+	__u32 kind = fs->kind, zero = 0;
+	__u64 offset = fs->offset;
+	struct file *f;
+	__u8 blkbits;
+	bool inserted, rd;
+
+	if (kind == DC_FK_OPEN) {
+		if (ret < 0)
+			return; /* no file to charge: the syscall layer has the error */
+		f = fd_file(task, (__u64)ret);
+		if (!f || !file_ident(f, fs, false))
+			return;
+		key.dev = fs->dev;
+		key.ino = fs->ino;
+		blkbits = fs->blkbits;
+	} else {
+		f = (struct file *)fs->file;
+		key.dev = fs->dev;
+		key.ino = fs->ino;
+		blkbits = fs->blkbits;
+	}
+	key.cgroup_id = cgroup_id;
+	key.tgid = task->tgid;
+	v = dc_window_value(&file_gen, &key, &file_zero_val, &inserted);
+	if (inserted)
+		send_path(f, key.dev, key.ino);
+	if (!v) {
+		file_count(DC_FILE_CNT_AGG_FULL);
+		v = bpf_map_lookup_elem(&file_overflow, &zero);
+		if (!v)
+			return;
+	}
+	if (ret < 0 && ret >= -4095)
+		dc_add(&v->errors, 1);
+
+	switch (kind) {
+	case DC_FK_OPEN:
+		dc_add(&v->opens, 1);
+		dc_add(&v->meta_ops, 1);
+		dc_add(&v->meta_time_ns, lat);
+		return;
+	case DC_FK_META:
+		dc_add(&v->meta_ops, 1);
+		dc_add(&v->meta_time_ns, lat);
+		return;
+	case DC_FK_SYNC:
+		dc_add(&v->sync_ops, 1);
+		dc_add(&v->sync_time_ns, lat);
+		return;
+	}
+
+	rd = kind == DC_FK_READ || kind == DC_FK_PREAD || kind == DC_FK_PREAD2;
+	if (rd) {
+		dc_add(&v->read_ops, 1);
+		dc_add(&v->read_time_ns, lat);
+	} else {
+		dc_add(&v->write_ops, 1);
+		dc_add(&v->write_time_ns, lat);
+	}
+	if (ret < 0)
+		return;
+
+	{
+		struct dc_file_pos_key pk = {.ino = key.ino, .tgid = key.tgid, .dev = key.dev};
+		struct dc_file_pos *pos = bpf_map_lookup_elem(&file_pos, &pk);
+		__u64 sz = (__u64)ret;
+
+		if (!pos) {
+			bpf_map_update_elem(&file_pos, &pk, &zero_pos, BPF_NOEXIST);
+			pos = bpf_map_lookup_elem(&file_pos, &pk);
+			if (!pos)
+				file_count(DC_FILE_CNT_POS_FAIL);
+		}
+		pattern(v, pos, rd, offset, sz);
+		if (rd) {
+			dc_add(&v->read_bytes, sz);
+			dc_add(&v->read_size[darshan_bucket(sz)], 1);
+			dc_max(&v->max_read_end, offset + sz);
+		} else {
+			dc_add(&v->write_bytes, sz);
+			dc_add(&v->write_size[darshan_bucket(sz)], 1);
+			dc_max(&v->max_write_end, offset + sz);
+		}
+		if (blkbits < 32 && (offset & ((1ULL << blkbits) - 1)))
+			dc_add(&v->file_unaligned, 1);
+		if (fs->has_buf && (fs->buf & 7))
+			dc_add(&v->mem_unaligned, 1);
+	}
+}
+
+#endif

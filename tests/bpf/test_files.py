@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""BPF test of the file layer: exact per-file counters against tests/bpf/fileload.c.
+
+usage: test_files.py SCENARIO AGENT FILELOAD     (SCENARIO: files | files-tracepoint)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agentlib import Agent, Checks, require_root  # noqa: E402
+
+BUCKETS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M",
+           "10M_100M", "100M_1G", "1G_PLUS"]
+
+
+def fnv1a(b):
+    h = 0xcbf29ce484222325
+    for x in b:
+        h = ((h ^ x) * 0x100000001b3) & 0xffffffffffffffff
+    return "%016x" % h
+
+
+def sizes(**kw):
+    return {k: kw.get(k, 0) for k in BUCKETS}
+
+
+def expectations(tmp):
+    """fileload.c's contract, per path."""
+    t = tmp.encode()
+    hostile = t + b"/h\"q\nnl\xffx.dat"
+    deep = t + b"".join(b"/" + bytes([ord("a") + i]) * 200 for i in range(19)) + b"/deep.dat"
+    return {
+        hostile: dict(opens=1, writes=17, reads=4, bytes_written=15 * 4096 + 100 + 4096,
+                      bytes_read=4 * 4096, consec_writes=16, seq_writes=16, consec_reads=1,
+                      seq_reads=2, rw_switches=2, file_not_aligned=1, mem_not_aligned=1,
+                      max_byte_written=15 * 4096 + 100 + 4096 - 1, max_byte_read=12287,
+                      meta_ops=5, size_write=sizes(**{"0_100": 1, "1K_10K": 16}),
+                      size_read=sizes(**{"1K_10K": 4})),
+        t + b"/b.dat": dict(opens=1, writes=1, reads=0, bytes_written=4096, meta_ops=2,
+                             seq_writes=0, consec_writes=0, max_byte_read=-1,
+                             max_byte_written=4095),
+        deep: dict(opens=1, writes=1, bytes_written=1000, meta_ops=2,
+                   size_write=sizes(**{"100_1K": 1})),
+        t + b"/c.dat": dict(opens=1, writes=1, bytes_written=4096, meta_ops=2),
+    }
+
+
+def scenario(agent_bin, fl_bin, mechanism):
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-files-")
+    # the file layer runs in the syscall programs: it has their mechanism
+    a = Agent(agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = "file"; }; '
+              'syscall = { mechanism = "%s"; }; };\n' % mechanism)
+    p = subprocess.run([fl_bin, "--dir", tmp], stdout=subprocess.PIPE, check=True, timeout=60)
+    pid = int(p.stdout.decode().strip())
+    rc = a.stop()
+    c.eq(rc, 0, "agent exits 0")
+    recs = a.records()
+
+    names = {}
+    for r in recs:
+        if r["type"] == "filename":
+            c.check(r["fhash"] not in names or names[r["fhash"]] == r["path"],
+                    "one name per hash (%s)" % r["fhash"])
+            names[r["fhash"]] = r["path"]
+    files = {}
+    seen_hash = set()
+    order_ok = True
+    for r in recs:
+        if r["type"] == "filename":
+            seen_hash.add(r["fhash"])
+        if r["type"] != "file" or r["pid"] != pid:
+            continue
+        if r["fhash"] is not None and r["fhash"] not in seen_hash:
+            order_ok = False
+        f = files.setdefault(r["fhash"], {})
+        for k, v in r.items():
+            if k in ("max_byte_read", "max_byte_written"):
+                f[k] = max(f.get(k, -1), v)
+            elif k in ("size_read", "size_write"):
+                b = f.setdefault(k, sizes())
+                for kk, vv in v.items():
+                    b[kk] += vv
+            elif isinstance(v, int) and k not in ("pid", "cgroup_id", "ino", "window", "schema",
+                                                    "ts_start", "ts_end", "duration_us"):
+                f[k] = f.get(k, 0) + v
+    c.check(order_ok, "every file record's name was published before it")
+    c.check(None not in files, "every file of the workload is named")
+
+    for path, want in expectations(tmp).items():
+        # the hash is of the path's bytes; the published name is that path as
+        # JSON carries it (invalid UTF-8 replaced by U+FFFD)
+        h = fnv1a(path)
+        shown = repr(path if len(path) < 80 else path[:40] + b"..." + path[-30:])
+        c.eq(names.get(h), path.decode("utf-8", "replace"), "name of %s (fhash %s)" % (shown, h))
+        got = files.get(h)
+        c.check(got is not None, "%s has file records" % shown)
+        if got is None:
+            continue
+        for k, v in want.items():
+            c.eq(got.get(k, 0), v, "%s: %s" % (shown, k))
+    deep = [n for n in names.values() if n.endswith("/deep.dat")]
+    c.check(deep and len(deep[0]) > 3800, "a %d-byte path is named whole"
+            % (len(deep[0]) if deep else 0))
+
+    # the process record's access object sums its files
+    acc = {}
+    for r in recs:
+        if r["type"] == "features" and r["pid"] == pid:
+            for k in ("writes", "reads", "bytes_written", "opens", "consec_writes"):
+                acc[k] = acc.get(k, 0) + r["access"][k]
+    for k in acc:
+        c.eq(acc[k], sum(f.get(k, 0) for path, f in files.items()),
+             "features.access.%s sums the process's files" % k)
+    mine = [h for h in files if names.get(h, "").startswith(tmp + "/")]
+    c.eq(len(mine), 4, "files of the workload's directory with records")
+    agents = [r for r in recs if r["type"] == "agent"]
+    probe = {p["mechanism"] for r in agents for p in r["probes"] if p["name"] == "files"}
+    if mechanism != "auto":
+        c.eq(probe, {mechanism}, "agent reports the file layer's mechanism")
+    lost = sum(r["files"]["drops"][k] for r in agents for k in
+               ("agg_map_full", "names_lost", "names_not_kept", "position_map_full"))
+    c.eq(lost, 0, "nothing lost")
+    return c.done()
+
+
+def main():
+    name, agent_bin, fl_bin = sys.argv[1:4]
+    require_root()
+    mech = name.split("-", 1)[1] if "-" in name else "auto"
+    sys.exit(scenario(agent_bin, fl_bin, mech))
+
+
+if __name__ == "__main__":
+    main()

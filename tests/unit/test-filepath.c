@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdlib.h>
+
+#include "filepath.h"
+#include "filevec.h"
+#include "tap.h"
+
+static int join(const char *comps, size_t len, bool trunc, char *out, size_t outlen)
+{
+	return filepath_join(comps, len, trunc, out, outlen);
+}
+
+int main(void)
+{
+	char out[8192], hex[17], big[5000];
+	struct fname_table t;
+	const struct fname *f;
+	static struct fhash_seen seen;
+	size_t o = 0;
+	int r;
+
+	/* leaf first, NUL-separated, reversed into a path */
+	r = join("c\0b\0a\0", 6, false, out, sizeof(out));
+	CHECK_STR(out, "/a/b/c", "three components");
+	CHECK_U64(r, 6, "length returned");
+	join("", 0, false, out, sizeof(out));
+	CHECK_STR(out, "/", "no component is the root");
+	join("x\0", 2, true, out, sizeof(out));
+	CHECK_STR(out, ".../x", "a truncated walk says so");
+	/* a buffer cut short by the kernel: last component without its NUL */
+	join("leaf\0dir", 8, false, out, sizeof(out));
+	CHECK_STR(out, "/dir/leaf", "unterminated last component");
+	/* hostile bytes pass through untouched (escaping is the JSON writer's) */
+	join("a\nb\"\xff\0d\0", 7, false, out, sizeof(out));
+	CHECK(!strcmp(out, "/d/a\nb\"\xff"), "newline, quote and invalid UTF-8 kept as bytes");
+	r = join("abc\0", 4, false, out, 4);
+	CHECK(r == -ENAMETOOLONG, "too small a buffer is an error");
+
+	/* a 4095-byte path: 20 components of 200 bytes and one of 75 */
+	for (int i = 0; i < 21; i++) {
+		size_t l = i == 0 ? 74 : 199;
+
+		memset(big + o, 'a' + i, l);
+		o += l;
+		big[o++] = 0;
+	}
+	r = join(big, o, false, out, sizeof(out));
+	CHECK(r == 20 * 200 + 75, "a path at PATH_MAX is rebuilt whole (%d)", r);
+
+	/* FNV-1a 64 reference values */
+	CHECK_U64(filepath_hash(""), 0xcbf29ce484222325ULL, "hash of the empty string");
+	CHECK_U64(filepath_hash("a"), 0xaf63dc4c8601ec8cULL, "hash of \"a\"");
+	CHECK(filepath_hash("/a/b") != filepath_hash("/a/c"), "different paths, different hashes");
+	filepath_hash_hex(0xabcULL, hex);
+	CHECK_STR(hex, "0000000000000abc", "hex is 16 digits");
+
+	/* the name table */
+	fname_table_init(&t, 100000);
+	CHECK(fname_get(&t, 1, 2, 0) == NULL, "empty table knows nothing");
+	CHECK(fname_put(&t, 1, 2, "/x", false, 0) == 0, "put");
+	f = fname_get(&t, 1, 2, 0);
+	CHECK(f && !strcmp(f->path, "/x") && f->hash == filepath_hash("/x"), "get what was put");
+	CHECK(fname_get(&t, 2, 1, 0) == NULL, "(dev, ino) are not interchangeable");
+	fname_put(&t, 1, 2, "/y", false, 0);
+	f = fname_get(&t, 1, 2, 0);
+	CHECK(f && !strcmp(f->path, "/y"), "a new name replaces the old (rename)");
+	for (uint64_t i = 0; i < 5000; i++)
+		fname_put(&t, 7, 1000 + i, "/many", false, 10);
+	f = fname_get(&t, 7, 1000 + 4321, 10);
+	CHECK(f != NULL, "5000 names all kept while in use");
+	CHECK(t.cap >= 2 * t.used, "at most half full (%zu of %zu)", t.used, t.cap);
+	/* names not used for two windows make room instead of growing */
+	for (uint64_t i = 0; i < 5000; i++)
+		fname_put(&t, 8, i, "/later", false, 20);
+	CHECK(fname_get(&t, 1, 2, 20) == NULL, "a name unused since window 0 is forgotten by 20");
+	CHECK(fname_get(&t, 8, 4999, 20) != NULL, "recent names are kept");
+	fname_table_free(&t);
+
+	fname_table_init(&t, 3);
+	fname_put(&t, 1, 1, "/1", false, 5);
+	fname_put(&t, 1, 2, "/2", false, 5);
+	fname_put(&t, 1, 3, "/3", false, 5);
+	r = fname_put(&t, 1, 4, "/4", false, 5);
+	CHECK(r == -ENOSPC, "the bound holds");
+	CHECK(fname_get(&t, 1, 3, 5) != NULL, "what was kept stays");
+	fname_table_free(&t);
+
+	/* per-CPU values combine: counts add, highest offsets take the maximum */
+	{
+		struct dc_file_val v1 = {.read_ops = 2, .max_read_end = 100, .read_size = {1, 2}};
+		struct dc_file_val v2 = {.read_ops = 3, .max_read_end = 50, .read_size = {0, 5}};
+		struct dc_file_sum a = {}, b = {}, d;
+		struct dc_file_entry e[4] = {
+		    {.tgid = 2, .cgroup_id = 1, .dev = 1, .ino = 9},
+		    {.tgid = 1, .cgroup_id = 1, .dev = 1, .ino = 5},
+		    {.tgid = 2, .cgroup_id = 1, .dev = 1, .ino = 3},
+		    {.tgid = 2, .cgroup_id = 0, .dev = 1, .ino = 3},
+		};
+		size_t lo, hi;
+
+		file_sum_add_val(&a, &v1);
+		file_sum_add_val(&a, &v2);
+		CHECK_U64(a.read_ops, 5, "counts add");
+		CHECK_U64(a.max_read_end, 100, "maxima take the maximum");
+		CHECK_U64(a.read_size[1], 7, "buckets add");
+		b = a;
+		file_sum_add(&b, &a);
+		CHECK_U64(b.read_ops, 10, "sums add");
+		CHECK_U64(b.max_read_end, 100, "sums keep the maximum");
+		file_sum_delta(&d, &b, &a);
+		CHECK_U64(d.read_ops, 5, "delta of counts");
+		CHECK_STR(file_bucket_name(0), "0_100", "first Darshan bucket");
+		CHECK_STR(file_bucket_name(9), "1G_PLUS", "last Darshan bucket");
+		file_sort(e, 4);
+		file_range(e, 4, 2, 1, &lo, &hi);
+		CHECK(hi - lo == 2 && e[lo].ino == 3 && e[lo + 1].ino == 9,
+		      "a process's files are contiguous and ordered");
+		file_range(e, 4, 7, 1, &lo, &hi);
+		CHECK(lo == hi, "no files for an unknown process");
+	}
+
+	CHECK(fhash_first(&seen, 42), "first sight of a hash");
+	CHECK(!fhash_first(&seen, 42), "second sight is not first");
+	return tap_done();
+}
