@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "datacrumbs/syscall.h"
+#include "datacrumbs/vfs.h"
 #include "macro.h"
 
 #define F(field) offsetof(struct dc_config, field), sizeof(((struct dc_config *)0)->field)
@@ -76,11 +77,18 @@ static const struct dc_cfg_item items[] = {
     {"maps.library_max_functions", CFG_INT, F(library_max_functions), "512", 1, 65536, NULL,
      "library functions the patterns may select in all; more is an error at start"},
     {"probes.vfs.enable", CFG_BOOL, F(vfs_enable), "true", 0, 0, NULL,
-     "time the kernel's VFS entry points (vfs_read, vfs_write, vfs_open, vfs_fsync_range, ...) "
-     "per process"},
-    {"probes.vfs.mechanism", CFG_STRING, F(vfs_mechanism), "auto", 0, 0, "auto|fentry|kprobe",
-     "how the VFS probes attach; auto takes fentry, else kprobe, else the layer is off "
+     "time the kernel's VFS and file-system entry points (vfs_read, vfs_write, "
+     "ext4_file_write_iter, ext4_sync_file, xfs_file_fsync, ...) per process"},
+    {"probes.vfs.mechanism", CFG_STRING, F(vfs_mechanism), "auto", 0, 0,
+     "auto|fentry|kprobe|tracepoint",
+     "how the VFS probes attach; auto takes fentry, else kprobe, else the file systems' "
+     "tracepoints (fewer functions; single events counted, not timed), else the layer is off "
      "(the agent record says why)"},
+    {"probes.vfs.categories", CFG_STRING, F(vfs_categories), DC_VFS_DEFAULT_CATEGORIES, 0, 0,
+     ",vfs|ext4|xfs|nfs|fuse|iomap|file_cache|page_cache|bio",
+     "which function families to time, comma-separated (the seeds' categories): the default "
+     "is the file systems' entry points; iomap, file_cache, page_cache and bio add inner paths "
+     "that run per page or per request, at a higher cost"},
     {"maps.vfs_max_keys", CFG_INT, F(vfs_max_keys), "4096", 16, 1 << 20, NULL,
      "distinct (process, cgroup, VFS function) keys per window"},
     {"maps.block_max_keys", CFG_INT, F(block_max_keys), "4096", 16, 1 << 20, NULL,
@@ -203,13 +211,33 @@ static int set_number(struct dc_config *c, const struct dc_cfg_item *it, double 
 	return 0;
 }
 
+/* choices ",a|b|c": the value is a comma-separated subset of a, b, c */
+static int subset_ok(const char *choices, const char *v, char *bad, size_t badlen)
+{
+	char buf[DC_STR_MAX], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (char *t = strtok_r(buf, ", ", &save); t; t = strtok_r(NULL, ", ", &save))
+		if (!choice_ok(choices + 1, t)) {
+			snprintf(bad, badlen, "%s", t);
+			return 0;
+		}
+	return 1;
+}
+
 static int set_string(struct dc_config *c, const struct dc_cfg_item *it, const char *v, char *err,
 		      size_t errlen)
 {
+	char bad[64];
+
 	if (strlen(v) >= it->size)
 		return fail(err, errlen, "%s: value is longer than %zu bytes", it->path,
 			    it->size - 1);
-	if (it->choices && !choice_ok(it->choices, v))
+	if (it->choices && it->choices[0] == ',') {
+		if (!subset_ok(it->choices, v, bad, sizeof(bad)))
+			return fail(err, errlen, "%s: \"%s\" is not one of %s", it->path, bad,
+				    it->choices + 1);
+	} else if (it->choices && !choice_ok(it->choices, v))
 		return fail(err, errlen, "%s: \"%s\" is not one of %s", it->path, v, it->choices);
 	strcpy((char *)c + it->offset, v);
 	return 0;

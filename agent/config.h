@@ -46,7 +46,8 @@ struct dc_config {
 	int64_t library_max_keys;
 	int64_t library_max_functions;
 	bool vfs_enable;
-	char vfs_mechanism[16]; /* auto | fentry | kprobe */
+	char vfs_mechanism[16]; /* auto | fentry | kprobe | tracepoint */
+	char vfs_categories[256];
 	int64_t vfs_max_keys;
 	bool files_enable;
 	char files_granularity[16]; /* process | file */

@@ -2,9 +2,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fs-util.h"
+#include "log.h"
 
 int mkdir_parents(const char *path, bool self)
 {
@@ -28,4 +31,22 @@ int mkdir_parents(const char *path, bool self)
 		*p = '/';
 	}
 	return 0;
+}
+
+int tracefs_ensure(void)
+{
+	if (access("/sys/kernel/tracing/events", F_OK) == 0 ||
+	    access("/sys/kernel/debug/tracing/events", F_OK) == 0)
+		return 0;
+	if (mount("tracefs", "/sys/kernel/tracing", "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL) < 0)
+		return log_debug_errno(-errno, "Cannot mount tracefs on /sys/kernel/tracing: %m");
+	log_info("Mounted tracefs on /sys/kernel/tracing for the tracepoint mechanism");
+	return 0;
+}
+
+const char *tracefs_events_dir(void)
+{
+	return access("/sys/kernel/tracing/events", F_OK) == 0 ? "/sys/kernel/tracing/events"
+							       : "/sys/kernel/debug/tracing/events";
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "fs-util.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -258,6 +260,40 @@ static void emit_files(struct manager *m, const struct dc_record_ctx *ctx,
 	}
 }
 
+/* A process only the other layers saw (block, page cache, VFS) has no
+ * kernel record of its name: ask /proc while it still lives. */
+static void proc_from_procfs(uint32_t tgid, struct dc_proc_info *proc)
+{
+	char path[64], buf[PATH_MAX], line[256];
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(proc->comm, sizeof(proc->comm), f))
+		proc->comm[strcspn(proc->comm, "\n")] = 0;
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%u/exe", tgid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = 0;
+		snprintf(proc->exe, sizeof(proc->exe), "%.64s",
+			 strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf);
+	}
+	snprintf(path, sizeof(path), "/proc/%u/status", tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Uid: %u", &proc->uid) == 1) {
+			proc->known = true;
+			break;
+		}
+	fclose(f);
+}
+
 static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uint32_t tgid,
 			 uint64_t cgroup_id, const struct dc_agg_entry *e, size_t n,
 			 const struct dc_blk_drain *bres, const struct dc_pc_drain *pres,
@@ -270,7 +306,8 @@ static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uin
 	struct dc_file_sum access = {};
 	const struct dc_pc_entry *pce = m->pc ? pc_find(pres, tgid, cgroup_id) : NULL;
 
-	probe_syscall_proc(m->sys, tgid, &proc);
+	if (probe_syscall_proc(m->sys, tgid, &proc) < 0)
+		proc_from_procfs(tgid, &proc);
 	id.uid_known = proc.known;
 	id.uid = proc.uid;
 	id.exe = proc.exe;
@@ -672,12 +709,19 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	if (cfg->vfs_enable) {
 		struct probe_vfs_opts vo = {
 		    .mechanism = cfg->vfs_mechanism,
+		    .categories = cfg->vfs_categories,
 		    .max_keys = (unsigned)cfg->vfs_max_keys,
 		    .percpu = strcmp(cfg->map_layout, "shared") != 0,
 		    .exclude_tgid = cfg->exclude_self ? (uint32_t)getpid() : 0,
 		};
 
+		if (strcmp(cfg->vfs_mechanism, "fentry") && strcmp(cfg->vfs_mechanism, "kprobe"))
+			tracefs_ensure();
 		r = probe_vfs_new(&vo, &m->vfs, m->vfs_detail, sizeof(m->vfs_detail));
+		if (r == -EINVAL) {
+			*config_error = true;
+			return log_error_errno(r, "probes.vfs: %s", m->vfs_detail);
+		}
 		if (r < 0) {
 			/* expected on kernels without fentry and kprobes: the other layers run */
 			log_notice("VFS probes off: %s", m->vfs_detail);

@@ -10,6 +10,7 @@
 
 #include "counters.h"
 #include "drain.h"
+#include "fs-util.h"
 #include "log.h"
 #include "mechanism.h"
 #include "macro.h"
@@ -150,20 +151,6 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	return syscall_bpf__attach(skel);
 }
 
-/* Classic tracepoints are found through tracefs, which not every system
- * mounts (tp_btf and raw_tp do not need it). Mount it where libbpf looks. */
-static int ensure_tracefs(void)
-{
-	if (access("/sys/kernel/tracing/events", F_OK) == 0 ||
-	    access("/sys/kernel/debug/tracing/events", F_OK) == 0)
-		return 0;
-	if (mount("tracefs", "/sys/kernel/tracing", "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  NULL) < 0)
-		return log_debug_errno(-errno, "Cannot mount tracefs on /sys/kernel/tracing: %m");
-	log_info("Mounted tracefs on /sys/kernel/tracing for the tracepoint mechanism");
-	return 0;
-}
-
 static void reset_attempt(struct probe_syscall *p)
 {
 	syscall_bpf__destroy(p->skel);
@@ -180,7 +167,7 @@ struct attempt {
 static int attempt(void *ctx, int m)
 {
 	struct attempt *a = ctx;
-	int r = m == MECH_TRACEPOINT ? ensure_tracefs() : 0;
+	int r = m == MECH_TRACEPOINT ? tracefs_ensure() : 0;
 
 	return r ? r : try_mechanism(a->p, a->cfg, (enum mech)m, a->task_storage);
 }

@@ -1,35 +1,51 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "datacrumbs/vfs.h"
 #include "macro.h"
 #include "probe-vfs.h"
 #include "vfs.skel.h"
 
-enum mech { MECH_FENTRY, MECH_KPROBE, MECH_MAX };
-static const char *const mech_names[MECH_MAX] = {"fentry", "kprobe"};
+enum mech { MECH_FENTRY, MECH_KPROBE, MECH_TRACEPOINT, MECH_MAX };
+static const char *const mech_names[MECH_MAX] = {"fentry", "kprobe", "tracepoint"};
 
 static const struct {
-	const char *name, *feature;
+	const char *name, *category, *feature;
 	bool bytes;
 } funcs[DC_VFS_MAX] = {
-#define DC_VFS_ROW(n, b) [DC_VFS_##n] = {#n, #n "-vfs", b},
+#define DC_VFS_ROW(n, c, b) [DC_VFS_##n] = {#n, #c, #n "-" #c, b},
     DC_VFS_FUNCS(DC_VFS_ROW)
 #undef DC_VFS_ROW
 };
+
+static const struct {
+	enum dc_vfs_func func;
+	const char *enter, *exit; /* "group/event"; exit "" for a single event */
+} tps[] = {
+#define DC_VFS_TP_ROW(f, e, x) {DC_VFS_##f, e, x},
+    DC_VFS_TPS(DC_VFS_TP_ROW)
+#undef DC_VFS_TP_ROW
+};
+
+/* every attachment is a pair at most: fentry+fexit, kprobe+kretprobe, or
+ * two tracepoints */
+#define MAX_LINKS (2 * (DC_VFS_MAX + ELEMENTSOF(tps)))
 
 struct probe_vfs {
 	struct vfs_bpf *skel;
 	enum mech mech;
 	struct fn_agg agg;
-	struct bpf_link *links[2 * DC_VFS_MAX];
+	bool selected[DC_VFS_MAX];
+	struct bpf_link *links[MAX_LINKS];
 	size_t n_links;
-	char detail[512];
+	char detail[1024];
 };
 
 const char *probe_vfs_func_name(uint32_t func)
@@ -40,6 +56,36 @@ const char *probe_vfs_func_name(uint32_t func)
 const char *probe_vfs_feature(uint32_t func)
 {
 	return func < DC_VFS_MAX ? funcs[func].feature : NULL;
+}
+
+int probe_vfs_select(const char *categories, bool *selected, char *err, size_t errlen)
+{
+	char buf[1024], *save = NULL;
+
+	memset(selected, 0, DC_VFS_MAX * sizeof(*selected));
+	snprintf(buf, sizeof(buf), "%s", categories ? categories : DC_VFS_DEFAULT_CATEGORIES);
+	for (char *c = strtok_r(buf, ", \n", &save); c; c = strtok_r(NULL, ", \n", &save)) {
+		bool known = false;
+
+		for (unsigned i = 0; i < DC_VFS_MAX; i++)
+			if (!strcmp(funcs[i].category, c)) {
+				selected[i] = true;
+				known = true;
+			}
+		if (!known) {
+			size_t off =
+			    (size_t)snprintf(err, errlen, "unknown category \"%s\" (known:", c);
+
+			for (unsigned i = 0; i < DC_VFS_MAX; i++)
+				if (i == 0 || strcmp(funcs[i].category, funcs[i - 1].category))
+					off += (size_t)snprintf(err + off,
+								off < errlen ? errlen - off : 0,
+								" %s", funcs[i].category);
+			snprintf(err + off, off < errlen ? errlen - off : 0, ")");
+			return -EINVAL;
+		}
+	}
+	return 0;
 }
 
 struct probe_vfs *probe_vfs_free(struct probe_vfs *p)
@@ -56,6 +102,72 @@ struct probe_vfs *probe_vfs_free(struct probe_vfs *p)
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_vfs *, probe_vfs_free);
 
+/*
+ * Which kernel functions are there to probe: the kernel's BTF and every
+ * loaded module's (ext4, xfs, nfs, fuse are modules on distribution
+ * kernels). A function absent from BTF was inlined away or is not built.
+ */
+struct kernel_btf {
+	struct btf *vmlinux;
+	struct btf *mods[256];
+	size_t n_mods;
+};
+
+static void kernel_btf_load(struct kernel_btf *k)
+{
+	DIR *d;
+	struct dirent *e;
+
+	k->vmlinux = btf__load_vmlinux_btf();
+	if (!k->vmlinux)
+		return;
+	d = opendir("/sys/kernel/btf");
+	if (!d)
+		return;
+	while ((e = readdir(d)) && k->n_mods < ELEMENTSOF(k->mods)) {
+		char path[512];
+		struct btf *b;
+
+		if (e->d_name[0] == '.' || !strcmp(e->d_name, "vmlinux"))
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/btf/%s", e->d_name);
+		b = btf__parse_split(path, k->vmlinux);
+		if (b)
+			k->mods[k->n_mods++] = b;
+	}
+	closedir(d);
+}
+
+static void kernel_btf_free(struct kernel_btf *k)
+{
+	for (size_t i = 0; i < k->n_mods; i++)
+		btf__free(k->mods[i]);
+	btf__free(k->vmlinux);
+}
+
+static bool kernel_has(const struct kernel_btf *k, const char *fn)
+{
+	if (!k->vmlinux)
+		return false;
+	if (btf__find_by_name_kind(k->vmlinux, fn, BTF_KIND_FUNC) > 0)
+		return true;
+	for (size_t i = 0; i < k->n_mods; i++)
+		if (btf__find_by_name_kind(k->mods[i], fn, BTF_KIND_FUNC) > 0)
+			return true;
+	return false;
+}
+
+static bool tracepoint_exists(const char *ev)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "/sys/kernel/tracing/events/%s", ev);
+	if (access(path, F_OK) == 0)
+		return true;
+	snprintf(path, sizeof(path), "/sys/kernel/debug/tracing/events/%s", ev);
+	return access(path, F_OK) == 0;
+}
+
 /* The fentry/fexit programs of function i, by name in the skeleton. */
 static struct bpf_program *prog_of(struct vfs_bpf *skel, const char *prefix, unsigned i)
 {
@@ -65,10 +177,78 @@ static struct bpf_program *prog_of(struct vfs_bpf *skel, const char *prefix, uns
 	return bpf_object__find_program_by_name(skel->obj, name);
 }
 
+static void note(char *buf, size_t len, size_t *off, const char *what)
+{
+	*off += (size_t)snprintf(buf + *off, *off < len ? len - *off : 0, "%s%s", *off ? "," : "",
+				 what);
+}
+
+static struct bpf_link *attach_tp(struct bpf_program *prog, const char *ev, __u64 cookie)
+{
+	LIBBPF_OPTS(bpf_tracepoint_opts, to, .bpf_cookie = cookie);
+	char group[128];
+	const char *slash = strchr(ev, '/');
+
+	if (!slash || (size_t)(slash - ev) >= sizeof(group)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	snprintf(group, sizeof(group), "%.*s", (int)(slash - ev), ev);
+	return bpf_program__attach_tracepoint_opts(prog, group, slash + 1, &to);
+}
+
+/* Attach one function (fentry, kprobe) or one tracepoint row (tracepoint):
+ * exit first, so that no entry is ever seen without its exit in place (it
+ * would be an orphan on the thread's stack). */
+static int attach_one(struct probe_vfs *p, enum mech m, unsigned i, struct bpf_link *l[2])
+{
+	struct vfs_bpf *skel = p->skel;
+
+	l[0] = l[1] = NULL;
+	if (m == MECH_FENTRY) {
+		l[1] = bpf_program__attach(prog_of(skel, "dc_fexit_", i));
+		l[0] = l[1] ? bpf_program__attach(prog_of(skel, "dc_fentry_", i)) : NULL;
+	} else if (m == MECH_KPROBE) {
+		LIBBPF_OPTS(bpf_kprobe_opts, ko,
+			    .bpf_cookie = i | (funcs[i].bytes ? DC_FN_COOKIE_BYTES : 0));
+
+		ko.retprobe = true;
+		l[1] = bpf_program__attach_kprobe_opts(skel->progs.dc_vfs_kretprobe, funcs[i].name,
+						       &ko);
+		ko.retprobe = false;
+		l[0] = l[1] ? bpf_program__attach_kprobe_opts(skel->progs.dc_vfs_kprobe,
+							      funcs[i].name, &ko)
+			    : NULL;
+	} else {
+		/* i indexes tps[] here */
+		__u64 cookie = tps[i].func;
+
+		if (tps[i].exit[0]) {
+			l[1] = attach_tp(skel->progs.dc_vfs_tp_exit, tps[i].exit, cookie);
+			l[0] = l[1] ? attach_tp(skel->progs.dc_vfs_tp_enter, tps[i].enter, cookie)
+				    : NULL;
+		} else {
+			l[0] = attach_tp(skel->progs.dc_vfs_tp_event, tps[i].enter, cookie);
+			return l[0] ? 0 : -errno;
+		}
+	}
+	if (!l[0]) {
+		int r = -errno;
+
+		bpf_link__destroy(l[1]);
+		l[1] = NULL;
+		return r ? r : -EINVAL;
+	}
+	return 0;
+}
+
 static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, enum mech m,
-			 const struct btf *vmlinux, unsigned *attached, char *skipped, size_t sklen)
+			 const struct kernel_btf *k, unsigned *attached, char *skipped,
+			 size_t sklen)
 {
 	struct vfs_bpf *skel = vfs_bpf__open();
+	bool have[DC_VFS_MAX];
+	unsigned n = m == MECH_TRACEPOINT ? ELEMENTSOF(tps) : DC_VFS_MAX;
 	size_t off = 0;
 	int r;
 
@@ -81,17 +261,17 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	skipped[0] = 0;
 	for (unsigned i = 0; i < DC_VFS_MAX; i++) {
 		/* a function this kernel lacks (or inlined away) is skipped, not fatal */
-		bool have =
-		    vmlinux && btf__find_by_name_kind(vmlinux, funcs[i].name, BTF_KIND_FUNC) > 0;
-
-		bpf_program__set_autoload(prog_of(skel, "dc_fentry_", i), m == MECH_FENTRY && have);
-		bpf_program__set_autoload(prog_of(skel, "dc_fexit_", i), m == MECH_FENTRY && have);
-		if (!have)
-			off += (size_t)snprintf(skipped + off, off < sklen ? sklen - off : 0,
-						"%s%s", off ? "," : "", funcs[i].name);
+		have[i] = p->selected[i] && kernel_has(k, funcs[i].name);
+		bpf_program__set_autoload(prog_of(skel, "dc_fentry_", i),
+					  m == MECH_FENTRY && have[i]);
+		bpf_program__set_autoload(prog_of(skel, "dc_fexit_", i),
+					  m == MECH_FENTRY && have[i]);
 	}
 	bpf_program__set_autoload(skel->progs.dc_vfs_kprobe, m == MECH_KPROBE);
 	bpf_program__set_autoload(skel->progs.dc_vfs_kretprobe, m == MECH_KPROBE);
+	bpf_program__set_autoload(skel->progs.dc_vfs_tp_enter, m == MECH_TRACEPOINT);
+	bpf_program__set_autoload(skel->progs.dc_vfs_tp_exit, m == MECH_TRACEPOINT);
+	bpf_program__set_autoload(skel->progs.dc_vfs_tp_event, m == MECH_TRACEPOINT);
 	r = fn_agg_prepare(&p->agg, skel->maps.agg_gen, skel->maps.fn_counters, "dc_vfs",
 			   o->max_keys, o->percpu);
 	if (!r)
@@ -100,54 +280,39 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 		r = fn_agg_install(&p->agg);
 	if (r)
 		return r;
-	for (unsigned i = 0; i < DC_VFS_MAX; i++) {
-		struct bpf_link *l[2] = {};
+	for (unsigned i = 0; i < n; i++) {
+		struct bpf_link *l[2];
+		const char *name;
 
-		if (m == MECH_FENTRY) {
-			struct bpf_program *e = prog_of(skel, "dc_fentry_", i),
-					   *x = prog_of(skel, "dc_fexit_", i);
-
-			if (!bpf_program__autoload(e))
+		if (m == MECH_TRACEPOINT) {
+			if (!p->selected[tps[i].func])
 				continue;
-			/* exit first, for the same reason as the kprobes below */
-			l[1] = bpf_program__attach(x);
-			l[0] = l[1] ? bpf_program__attach(e) : NULL;
-			if (!l[0]) {
-				bpf_link__destroy(l[1]);
-				l[1] = NULL;
+			name = tps[i].enter;
+			if (!tracepoint_exists(tps[i].enter) ||
+			    (tps[i].exit[0] && !tracepoint_exists(tps[i].exit))) {
+				note(skipped, sklen, &off, name);
+				continue;
 			}
 		} else {
-			LIBBPF_OPTS(bpf_kprobe_opts, ko,
-				    .bpf_cookie = i | (funcs[i].bytes ? DC_FN_COOKIE_BYTES : 0));
-
-			if (vmlinux &&
-			    btf__find_by_name_kind(vmlinux, funcs[i].name, BTF_KIND_FUNC) <= 0)
+			if (!p->selected[i])
 				continue;
-			/* return probe first: an entry seen without its return probe
-			 * in place would be an orphan on the thread's stack */
-			ko.retprobe = true;
-			l[1] = bpf_program__attach_kprobe_opts(skel->progs.dc_vfs_kretprobe,
-							       funcs[i].name, &ko);
-			ko.retprobe = false;
-			l[0] = l[1] ? bpf_program__attach_kprobe_opts(skel->progs.dc_vfs_kprobe,
-								      funcs[i].name, &ko)
-				    : NULL;
-			if (!l[0]) {
-				bpf_link__destroy(l[1]);
-				l[1] = NULL;
+			name = funcs[i].name;
+			if (!have[i]) {
+				note(skipped, sklen, &off, name);
+				continue;
 			}
 		}
-		if (!l[0] || !l[1]) {
-			r = -errno;
-			/* the first function tells whether the mechanism works at all */
+		r = attach_one(p, m, i, l);
+		if (r < 0) {
+			/* the first attachment tells whether the mechanism works at all */
 			if (!*attached)
-				return r ? r : -EINVAL;
-			off += (size_t)snprintf(skipped + off, off < sklen ? sklen - off : 0,
-						"%s%s", off ? "," : "", funcs[i].name);
+				return r;
+			note(skipped, sklen, &off, name);
 			continue;
 		}
 		p->links[p->n_links++] = l[0];
-		p->links[p->n_links++] = l[1];
+		if (l[1])
+			p->links[p->n_links++] = l[1];
 		(*attached)++;
 	}
 	return *attached ? 0 : -ENOENT;
@@ -157,32 +322,44 @@ int probe_vfs_new(const struct probe_vfs_opts *o, struct probe_vfs **ret, char *
 		  size_t detail_len)
 {
 	_cleanup_(probe_vfs_freep) struct probe_vfs *p = calloc(1, sizeof(*p));
-	enum mech first = MECH_FENTRY, last = MECH_KPROBE;
-	struct btf *vmlinux = btf__load_vmlinux_btf();
-	char skipped[256];
+	enum mech first = MECH_FENTRY, last = MECH_TRACEPOINT;
+	struct kernel_btf k = {};
+	char skipped[768];
 	size_t off = 0;
 	unsigned n = 0;
 	int r = -ENOENT;
 
-	if (!p) {
-		btf__free(vmlinux);
+	if (!p)
 		return -ENOMEM;
+	r = probe_vfs_select(o->categories, p->selected, detail, detail_len);
+	if (r < 0)
+		return r;
+	if (o->mechanism && strcmp(o->mechanism, "auto")) {
+		for (first = MECH_FENTRY; first < MECH_MAX; first++)
+			if (!strcmp(o->mechanism, mech_names[first]))
+				break;
+		if (first == MECH_MAX) {
+			snprintf(detail, detail_len, "unknown mechanism \"%s\"", o->mechanism);
+			return -EINVAL;
+		}
+		last = first;
 	}
-	if (!strcmp(o->mechanism, "fentry"))
-		last = MECH_FENTRY;
-	else if (!strcmp(o->mechanism, "kprobe"))
-		first = MECH_KPROBE;
+	kernel_btf_load(&k);
 	for (enum mech m = first; m <= last; m++) {
 		p->agg.win.inner_fd[0] = p->agg.win.inner_fd[1] = -1;
-		r = try_mechanism(p, o, m, vmlinux, &n, skipped, sizeof(skipped));
+		r = try_mechanism(p, o, m, &k, &n, skipped, sizeof(skipped));
 		if (!r) {
 			p->mech = m;
 			off += (size_t)snprintf(
-			    p->detail + off, sizeof(p->detail) - off,
-			    "%s%u functions%s%s; atomic updates", off ? "; " : "", n,
+			    p->detail + off, sizeof(p->detail) - off, "%s%u %s%s%s; atomic updates",
+			    off ? "; " : "", n,
+			    m == MECH_TRACEPOINT
+				? "tracepoint functions (pairs timed, single events "
+				  "counted)"
+				: "functions",
 			    skipped[0] ? ", not in this kernel: " : "", skipped);
 			snprintf(detail, detail_len, "%s", p->detail);
-			btf__free(vmlinux);
+			kernel_btf_free(&k);
 			*ret = TAKE_PTR(p);
 			return 0;
 		}
@@ -199,7 +376,7 @@ int probe_vfs_new(const struct probe_vfs_opts *o, struct probe_vfs **ret, char *
 		fn_agg_close(&p->agg);
 	}
 	snprintf(detail, detail_len, "%s", p->detail);
-	btf__free(vmlinux);
+	kernel_btf_free(&k);
 	return r;
 }
 

@@ -9,7 +9,8 @@
 
 /* Plain options, not the config: the VM test links this file statically. */
 struct probe_vfs_opts {
-	const char *mechanism; /* auto | fentry | kprobe */
+	const char *mechanism;	/* auto | fentry | kprobe | tracepoint */
+	const char *categories; /* "vfs,ext4,..." (commas, spaces or newlines); NULL: the default set */
 	unsigned max_keys;
 	bool percpu;
 	uint32_t exclude_tgid; /* 0: trace every process, the caller included */
@@ -17,7 +18,8 @@ struct probe_vfs_opts {
 
 struct probe_vfs;
 
-/* fentry, else kprobe, else -errno with every refusal in detail. */
+/* fentry, else kprobe, else tracepoints, else -errno with every refusal in
+ * detail. An unknown category or mechanism: -EINVAL, said in detail. */
 int probe_vfs_new(const struct probe_vfs_opts *o, struct probe_vfs **ret, char *detail,
 		  size_t detail_len);
 struct probe_vfs *probe_vfs_free(struct probe_vfs *p);
@@ -25,8 +27,10 @@ const char *probe_vfs_mechanism(const struct probe_vfs *p);
 const char *probe_vfs_detail(const struct probe_vfs *p);
 /* "vfs_read" for DC_VFS_vfs_read; NULL past the table. */
 const char *probe_vfs_func_name(uint32_t func);
-/* "vfs_read-vfs", the seeds' column name. */
+/* "vfs_read-vfs", "ext4_sync_file-ext4": the seeds' column name. */
 const char *probe_vfs_feature(uint32_t func);
 int probe_vfs_flip_and_drain(struct probe_vfs *p, struct dc_fn_drain *res);
+/* selected[DC_VFS_MAX]: the catalogued functions of the named categories. */
+int probe_vfs_select(const char *categories, bool *selected, char *err, size_t errlen);
 
 #endif

@@ -114,4 +114,26 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes)
 	}
 }
 
+/* A function seen by a single event (a tracepoint with no exit): counted,
+ * not timed; it lands in the 0 ns slot so that count = sum(lat_hist). */
+static __always_inline void fn_event(__u32 func)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct dc_fn_key k = {};
+	struct dc_fn_val *v;
+	bool inserted;
+
+	k.tgid = BPF_CORE_READ(task, tgid);
+	if (k.tgid == agent_tgid)
+		return;
+	k.cgroup_id = bpf_get_current_cgroup_id();
+	k.func = func;
+	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
+	if (!v) {
+		count(DC_FN_CNT_AGG_FULL);
+		return;
+	}
+	dc_add(&v->lat_hist[0], 1);
+}
+
 #endif

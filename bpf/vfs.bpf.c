@@ -6,7 +6,9 @@
  * Mechanisms, chosen by the agent at start-up by trying: fentry/fexit (one
  * program pair per function, the cheapest: a direct trampoline call), else
  * one kprobe/kretprobe pair attached to every function with a cookie naming
- * it, else off. Functions this kernel lacks are skipped, and reported.
+ * it, else the tracepoints that cover catalogued functions (an entry/exit
+ * pair times one; a single event counts one), else off. Functions this
+ * kernel lacks are skipped, and reported.
  */
 #include "dc_vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -17,7 +19,7 @@
 
 /* fexit reads the return value with bpf_get_func_ret(), so one macro serves
  * functions of any arity */
-#define DC_VFS_FENTRY(name, bytes)                          \
+#define DC_VFS_FENTRY(name, cat, bytes)                     \
 	SEC("fentry/" #name)                                \
 	int dc_fentry_##name(void *ctx)                     \
 	{                                                   \
@@ -48,6 +50,30 @@ int BPF_KRETPROBE(dc_vfs_kretprobe, long ret)
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 
 	fn_return(ret, (__u32)cookie, cookie & DC_FN_COOKIE_BYTES);
+	return 0;
+}
+
+/* Classic tracepoints, one program per role attached to many events, the
+ * cookie naming the catalogued function (perf-event cookies: 5.15+). */
+SEC("tracepoint")
+int dc_vfs_tp_enter(void *ctx)
+{
+	fn_entry((__u32)bpf_get_attach_cookie(ctx));
+	return 0;
+}
+
+SEC("tracepoint")
+int dc_vfs_tp_exit(void *ctx)
+{
+	/* exit events carry a return value at no common offset: time only */
+	fn_return(0, (__u32)bpf_get_attach_cookie(ctx), false);
+	return 0;
+}
+
+SEC("tracepoint")
+int dc_vfs_tp_event(void *ctx)
+{
+	fn_event((__u32)bpf_get_attach_cookie(ctx));
 	return 0;
 }
 

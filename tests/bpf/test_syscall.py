@@ -421,10 +421,13 @@ def scenario_vfs(agent_bin, wl_bin):
     vfs = [pr for r in agents for pr in r["probes"] if pr["name"] == "vfs"]
     c.check(len(vfs) == len(agents), "every agent record reports the VFS layer")
     mech = {pr["mechanism"] for pr in vfs}
-    if mech == {"off"}:
+    if mech <= {"off", "tracepoint"}:
+        # no function probes here: the VFS entry points have no tracepoints,
+        # so none of them may show up (tests/bpf/test_fs.py covers what the
+        # file systems' tracepoints do give)
         d = vfs[0]["detail"]
         c.check("fentry refused" in d and "kprobe refused" in d,
-                "off, with both refusals named: %s" % d)
+                "%s, with both refusals named: %s" % (mech, d))
         c.check(all({"syscall", "block", "pagecache"} <= {pr["name"] for pr in r["probes"]}
                     for r in agents), "the other layers run")
         c.check(not any(k.endswith("-vfs") for r in recs if r["type"] == "features"

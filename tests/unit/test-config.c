@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "config.h"
+#include "datacrumbs/vfs.h"
 #include "tap.h"
 
 int main(void)
@@ -56,5 +57,24 @@ int main(void)
 	CHECK(config_set(&c, "interval", "0", err, sizeof(err)) < 0,
 	      "override checked by the table");
 	CHECK(config_set(&c, "interval", "1x", err, sizeof(err)) < 0, "override must be a number");
+	/* every category of the function catalogue is accepted, and only those */
+	{
+		struct dc_config vc;
+		char verr[256];
+
+		config_defaults(&vc);
+#define CAT_OK(name, cat, bytes)                                                       \
+	CHECK(config_set(&vc, "probes.vfs.categories", #cat, verr, sizeof(verr)) == 0, \
+	      "category %s of %s accepted", #cat, #name);
+		DC_VFS_FUNCS(CAT_OK)
+#undef CAT_OK
+		CHECK(config_set(&vc, "probes.vfs.categories", "ext4, bio", verr, sizeof(verr)) ==
+			  0,
+		      "a comma-separated subset");
+		CHECK(config_set(&vc, "probes.vfs.categories", "ext4,zfs", verr, sizeof(verr)) <
+			      0 &&
+			  strstr(verr, "\"zfs\""),
+		      "an unknown category is named: %s", verr);
+	}
 	return tap_done();
 }
