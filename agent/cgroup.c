@@ -30,7 +30,7 @@ struct cgroup_cache {
 /* bpf_get_current_cgroup_id() names a cgroup of the v2 hierarchy, which is
  * at /sys/fs/cgroup on unified systems and elsewhere (often .../unified) on
  * hybrid ones: find where it is mounted. */
-static int find_cgroup2(char *out, size_t len)
+int cgroup2_mount(char *out, size_t len)
 {
 	char line[4096], dev[256], mnt[PATH_MAX], type[64];
 	FILE *f = fopen("/proc/self/mounts", "re");
@@ -57,7 +57,7 @@ int cgroup_cache_new(const char *root, struct cgroup_cache **ret)
 	if (!c)
 		return -ENOMEM;
 	if (!root) {
-		int r = find_cgroup2(found, sizeof(found));
+		int r = cgroup2_mount(found, sizeof(found));
 
 		if (r < 0) {
 			free(c);

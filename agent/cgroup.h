@@ -2,6 +2,7 @@
 #ifndef DC_CGROUP_H
 #define DC_CGROUP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct dc_jobid;
@@ -14,6 +15,9 @@ struct dc_jobid;
  * no longer resolve (cgroup removed) give "".
  */
 struct cgroup_cache;
+
+/* Where the cgroup2 hierarchy is mounted (hybrid hosts too); -ENOENT. */
+int cgroup2_mount(char *out, size_t len);
 
 /* root NULL: wherever cgroup2 is mounted */
 int cgroup_cache_new(const char *root, struct cgroup_cache **ret);

@@ -48,6 +48,20 @@ static const struct dc_cfg_item items[] = {
      "kernel has it"},
     {"filter.exclude_self", CFG_BOOL, F(exclude_self), "true", 0, 0, NULL,
      "leave the agent's own I/O out (its record writes would otherwise feed back)"},
+    {"filter.include_cgroups", CFG_STRLIST, F(filter_include_cgroups), "", 1, 0, NULL,
+     "count only processes in these cgroups or below them: cgroup2 paths below the cgroup2 "
+     "mount, [\"/system.slice/slurmstepd.scope\", ...]; each must exist at start"},
+    {"filter.exclude_cgroups", CFG_STRLIST, F(filter_exclude_cgroups), "", 1, 0, NULL,
+     "leave out processes in these cgroups or below them (paths as for include_cgroups)"},
+    {"filter.include_uids", CFG_INTLIST, F(filter_include_uids), "", 0, 4294967294.0, NULL,
+     "count only processes whose real uid is listed, [1000, 1001]"},
+    {"filter.exclude_uids", CFG_INTLIST, F(filter_exclude_uids), "", 0, 4294967294.0, NULL,
+     "leave out processes whose real uid is listed"},
+    {"filter.include_comms", CFG_STRLIST, F(filter_include_comms), "", 1, 15, NULL,
+     "count only processes whose comm (the main thread's name, 15 bytes at most) is listed "
+     "exactly"},
+    {"filter.exclude_comms", CFG_STRLIST, F(filter_exclude_comms), "", 1, 15, NULL,
+     "leave out processes whose comm is listed exactly"},
     {"probes.block.enable", CFG_BOOL, F(block_enable), "true", 0, 0, NULL,
      "time every block request (queue and device latency) and attribute it to the process "
      "and cgroup that submitted it"},
@@ -109,6 +123,48 @@ static const struct dc_cfg_item items[] = {
     {"maps.files_ring_kib", CFG_INT, F(files_ring_kib), "1024", 4, 1 << 20, NULL,
      "ring buffer for file names (rounded up to a power of two pages); a full ring loses "
      "names, counted in the agent record, never counts"},
+    {"traces.enable", CFG_BOOL, F(traces_enable), "true", 0, 0, NULL,
+     "keep sampled full traces of individual calls (traces.sampling); false removes the "
+     "sampling code from the probes (switching it back on needs a restart, a sampling "
+     "change does not)"},
+    {"traces.ring_mib", CFG_INT, F(traces_ring_mib), "8", 1, 1024, NULL,
+     "kernel ring buffer for trace events (rounded up to a power of two); a full ring drops "
+     "events, counted per window in the agent record"},
+    {"traces.flush_ms", CFG_INT, F(traces_flush_ms), "100", 1, 10000, NULL,
+     "how often the agent reads the ring (the kernel also wakes it when the ring is half "
+     "full)"},
+    {"traces.batch_max_mib", CFG_INT, F(traces_batch_max_mib), "16", 1, 1024, NULL,
+     "a window's batch (uncompressed) is sealed early past this size"},
+    {"traces.zstd_level", CFG_INT, F(traces_zstd_level), "3", 1, 19, NULL,
+     "zstd level of trace batches"},
+    {"traces.sampling.one_in_n", CFG_INT, F(traces_one_in_n), "100", 1, 1000000000, NULL,
+     "keep every Nth call of each thread (weight N); 1 keeps every call"},
+    {"traces.sampling.slow_ms", CFG_FLOAT, F(traces_slow_ms), "10", 0, 3600000, NULL,
+     "always keep calls at least this slow (weight 1); 0 turns the rule off"},
+    {"traces.sampling.rate", CFG_FLOAT, F(traces_rate), "5000", 0, 1e9, NULL,
+     "at most this many sampled events per second for the node (token bucket); 0: no limit"},
+    {"traces.sampling.burst", CFG_INT, F(traces_burst), "5000", 1, 1000000000, NULL,
+     "events the node's bucket lets through at once"},
+    {"traces.sampling.cgroup_rate", CFG_FLOAT, F(traces_cgroup_rate), "0", 0, 1e9, NULL,
+     "at most this many sampled events per second for each cgroup; 0: no per-cgroup limit"},
+    {"traces.sampling.cgroup_burst", CFG_INT, F(traces_cgroup_burst), "1000", 1, 1000000000, NULL,
+     "events each cgroup's bucket lets through at once"},
+    {"traces.sampling.slice_ms", CFG_FLOAT, F(traces_slice_ms), "0", 0, 3600000, NULL,
+     "time slices: sample only during slice_ms of every period_s (0: always)"},
+    {"traces.sampling.period_s", CFG_FLOAT, F(traces_period_s), "0", 0, 86400, NULL,
+     "the period of the time slices"},
+    {"traces.sampling.full_cgroups", CFG_STRLIST, F(traces_full_cgroups), "", 0, 0, NULL,
+     "cgroup2 paths (\"/system.slice/slurmstepd.scope/job_42\") whose every call is "
+     "traced, descendants included, whatever the sampling of the rest"},
+    {"traces.output.dir", CFG_STRING, F(traces_dir), "/var/lib/datacrumbs/traces", 0, 0, NULL,
+     "directory of the local trace files (.pfw.zst: one zstd frame per window); \"\" "
+     "writes none (Kafka only)"},
+    {"traces.output.rotate_mib", CFG_INT, F(traces_rotate_mib), "64", 1, 1 << 20, NULL,
+     "a trace file is closed past this size"},
+    {"traces.output.rotate_sec", CFG_INT, F(traces_rotate_sec), "300", 1, 86400 * 7, NULL,
+     "or this age"},
+    {"traces.output.max_mib", CFG_INT, F(traces_max_mib), "1024", 1, 1 << 24, NULL,
+     "bound on the directory's trace files: the oldest are deleted (and counted) first"},
     {"kafka.brokers", CFG_STRING, F(kafka_brokers), "", 0, 0, NULL,
      "bootstrap servers (host:port,...); empty: no Kafka, records go to output.path only"},
     {"kafka.topics.features", CFG_STRING, F(kafka_topic_features), "datacrumbs.features", 0, 0,
@@ -116,7 +172,7 @@ static const struct dc_cfg_item items[] = {
     {"kafka.topics.agent", CFG_STRING, F(kafka_topic_agent), "datacrumbs.agent", 0, 0, NULL,
      "topic of the agent records (health, cost, drops)"},
     {"kafka.topics.traces", CFG_STRING, F(kafka_topic_traces), "datacrumbs.traces", 0, 0, NULL,
-     "topic of the sampled traces (reserved: traces are not produced yet)"},
+     "topic of the sampled traces: one message per window, a zstd frame of NDJSON"},
     {"kafka.topics.meta", CFG_STRING, F(kafka_topic_meta), "datacrumbs.meta", 0, 0, NULL,
      "topic of the dictionaries (reserved: not produced yet)"},
     {"kafka.key", CFG_STRING, F(kafka_key), "host", 0, 0, "host|host_cgroup",
@@ -255,9 +311,10 @@ int config_set(struct dc_config *c, const char *path, const char *value, char *e
 	case CFG_STRING:
 		return set_string(c, it, value, err, errlen);
 	case CFG_STRLIST:
+	case CFG_INTLIST:
 		if (*value)
 			return fail(err, errlen, "%s: set lists in the configuration file", path);
-		*((char *)c + it->offset) = 0;
+		memset((char *)c + it->offset, 0, it->size);
 		return 0;
 	case CFG_BOOL:
 		if (!strcmp(value, "true"))
@@ -313,6 +370,12 @@ static int set_strlist(struct dc_config *c, const struct dc_cfg_item *it, config
 			return fail(err, errlen, "%s: element %d contains a newline", it->path,
 				    i + 1);
 		l = strlen(v);
+		if (l < it->min)
+			return fail(err, errlen, "%s: element %d is shorter than %g bytes",
+				    it->path, i + 1, it->min);
+		if (it->max && l > it->max)
+			return fail(err, errlen, "%s: element %d (\"%s\") is longer than %g bytes",
+				    it->path, i + 1, v, it->max);
 		if (off + l + 2 > it->size)
 			return fail(err, errlen, "%s: longer than %zu bytes in all", it->path,
 				    it->size - 1);
@@ -320,6 +383,43 @@ static int set_strlist(struct dc_config *c, const struct dc_cfg_item *it, config
 		off += l;
 		out[off++] = '\n';
 		out[off] = 0;
+	}
+	return 0;
+}
+
+/* An array of integers, each within the row's bounds. */
+static int set_intlist(struct dc_config *c, const struct dc_cfg_item *it, config_setting_t *s,
+		       char *err, size_t errlen)
+{
+	struct dc_intlist *out = (struct dc_intlist *)((char *)c + it->offset);
+	int n;
+
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY &&
+	    config_setting_type(s) != CONFIG_TYPE_LIST)
+		return fail(err, errlen, "%s: expected a list of integers [1, 2, ...]", it->path);
+	n = config_setting_length(s);
+	if (n > DC_INTLIST_MAX)
+		return fail(err, errlen, "%s: more than %d elements", it->path, DC_INTLIST_MAX);
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < n; i++) {
+		config_setting_t *e = config_setting_get_elem(s, i);
+		int64_t v;
+
+		if (config_setting_type(e) != CONFIG_TYPE_INT &&
+		    config_setting_type(e) != CONFIG_TYPE_INT64)
+			return fail(err, errlen, "%s: element %d is not an integer", it->path,
+				    i + 1);
+		v = config_setting_get_int64(e);
+		if ((double)v < it->min || (double)v > it->max)
+			/* libconfig 1.5 keeps a bare integer in 32 bits: 3000000000
+			 * arrives negative, 3000000000L does not */
+			return fail(
+			    err, errlen, "%s: element %d (%lld) is out of range [%.0f, %.0f]%s",
+			    it->path, i + 1, (long long)v, it->min, it->max,
+			    config_setting_type(e) == CONFIG_TYPE_INT && v < 0 && it->min >= 0
+				? " (values above 2147483647 need an L suffix)"
+				: "");
+		out->v[out->n++] = v;
 	}
 	return 0;
 }
@@ -457,7 +557,8 @@ static int apply_setting(struct dc_config *c, config_setting_t *s, const char *f
 	if (!strcmp(path, "probes.libraries"))
 		return apply_libraries(c, s, file, err, errlen);
 	it = item_find(path);
-	if (type == CONFIG_TYPE_GROUP && !(it && it->type == CFG_STRLIST)) {
+	if (type == CONFIG_TYPE_GROUP &&
+	    !(it && (it->type == CFG_STRLIST || it->type == CFG_INTLIST))) {
 		if (!is_group(path))
 			return fail(err, errlen, "%s:%d: unknown setting group '%s'", file, line,
 				    path);
@@ -487,6 +588,9 @@ static int apply_setting(struct dc_config *c, config_setting_t *s, const char *f
 		break;
 	case CFG_STRLIST:
 		r = set_strlist(c, it, s, msg, sizeof(msg));
+		break;
+	case CFG_INTLIST:
+		r = set_intlist(c, it, s, msg, sizeof(msg));
 		break;
 	case CFG_BOOL:
 		if (type != CONFIG_TYPE_BOOL)
@@ -569,9 +673,9 @@ void config_print_help(FILE *f)
 	for (size_t i = 0; i < ELEMENTSOF(items); i++) {
 		const struct dc_cfg_item *it = &items[i];
 
-		if (it->type == CFG_STRLIST) {
-			fprintf(f, "%s (list of strings, default [])\n    %s\n", it->path,
-				it->help);
+		if (it->type == CFG_STRLIST || it->type == CFG_INTLIST) {
+			fprintf(f, "%s (list of %s, default [])\n    %s\n", it->path,
+				it->type == CFG_STRLIST ? "strings" : "integers", it->help);
 			continue;
 		}
 		fprintf(f, "%s (%s, default %s%s%s", it->path,

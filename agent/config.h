@@ -10,6 +10,14 @@
 #define DC_CONFIG_DEFAULT_PATH "/etc/datacrumbs.conf"
 #define DC_STR_MAX	       1024
 
+/* A list of integers (CFG_INTLIST), each within its row's min and max. 64
+ * is far more uids than an operator lists by hand; more is refused. */
+#define DC_INTLIST_MAX 64
+struct dc_intlist {
+	int64_t v[DC_INTLIST_MAX];
+	uint32_t n;
+};
+
 /* One library to probe with uprobes (probes.libraries). */
 #define DC_MAX_LIBS 16
 struct dc_lib_cfg {
@@ -54,7 +62,31 @@ struct dc_config {
 	int64_t files_max_keys;
 	int64_t files_max_positions;
 	int64_t files_ring_kib;
+	bool traces_enable;
+	int64_t traces_ring_mib;
+	int64_t traces_flush_ms;
+	int64_t traces_batch_max_mib;
+	int64_t traces_zstd_level;
+	int64_t traces_one_in_n;
+	double traces_slow_ms;
+	double traces_rate; /* events per second per node; 0 = no bucket */
+	int64_t traces_burst;
+	double traces_cgroup_rate;
+	int64_t traces_cgroup_burst;
+	double traces_slice_ms;
+	double traces_period_s;
+	char traces_full_cgroups[4096]; /* cgroup2 paths, one per line */
+	char traces_dir[DC_STR_MAX];	/* "" = no local trace files */
+	int64_t traces_rotate_mib;
+	int64_t traces_rotate_sec;
+	int64_t traces_max_mib;
 	bool exclude_self;
+	char filter_include_cgroups[4096]; /* cgroup2 paths, one per line */
+	char filter_exclude_cgroups[4096];
+	struct dc_intlist filter_include_uids;
+	struct dc_intlist filter_exclude_uids;
+	char filter_include_comms[1024]; /* one per line, 15 bytes at most each */
+	char filter_exclude_comms[1024];
 	char kafka_brokers[DC_STR_MAX]; /* "" = no Kafka */
 	char kafka_topic_features[256];
 	char kafka_topic_agent[256];
@@ -69,7 +101,7 @@ struct dc_config {
 	bool spool_fsync;
 };
 
-enum dc_cfg_type { CFG_FLOAT, CFG_INT, CFG_STRING, CFG_BOOL, CFG_STRLIST };
+enum dc_cfg_type { CFG_FLOAT, CFG_INT, CFG_STRING, CFG_BOOL, CFG_STRLIST, CFG_INTLIST };
 
 /* One row per key: the single definition of the configuration. */
 struct dc_cfg_item {
@@ -78,7 +110,7 @@ struct dc_cfg_item {
 	size_t offset;
 	size_t size;	     /* string buffer size */
 	const char *def;     /* default, as text */
-	double min, max;     /* numbers */
+	double min, max;     /* numbers and list elements; string lists: element lengths */
 	const char *choices; /* strings: "a|b|c", NULL = free text */
 	const char *help;
 };

@@ -10,6 +10,9 @@ void agg_sum_add_val(struct dc_agg_sum *s, const struct dc_agg_val *v)
 	s->errors += v->errors;
 	s->bytes += v->bytes;
 	s->time_ns += v->time_ns;
+	s->tr_kept += v->tr_kept;
+	s->tr_out += v->tr_out;
+	s->tr_drop += v->tr_drop;
 	for (unsigned i = 0; i < DC_LAT_SLOTS; i++) {
 		/* every call lands in exactly one latency slot */
 		s->count += v->lat_hist[i];
@@ -25,6 +28,9 @@ void agg_sum_add(struct dc_agg_sum *s, const struct dc_agg_sum *o)
 	s->errors += o->errors;
 	s->bytes += o->bytes;
 	s->time_ns += o->time_ns;
+	s->tr_kept += o->tr_kept;
+	s->tr_out += o->tr_out;
+	s->tr_drop += o->tr_drop;
 	for (unsigned i = 0; i < DC_LAT_SLOTS; i++)
 		s->lat[i] += o->lat[i];
 	for (unsigned i = 0; i < DC_SIZE_SLOTS; i++)
@@ -38,6 +44,9 @@ void agg_sum_delta(struct dc_agg_sum *d, const struct dc_agg_sum *cur,
 	d->errors = cur->errors - prev->errors;
 	d->bytes = cur->bytes - prev->bytes;
 	d->time_ns = cur->time_ns - prev->time_ns;
+	d->tr_kept = cur->tr_kept - prev->tr_kept;
+	d->tr_out = cur->tr_out - prev->tr_out;
+	d->tr_drop = cur->tr_drop - prev->tr_drop;
 	for (unsigned i = 0; i < DC_LAT_SLOTS; i++)
 		d->lat[i] = cur->lat[i] - prev->lat[i];
 	for (unsigned i = 0; i < DC_SIZE_SLOTS; i++)

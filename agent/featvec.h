@@ -13,6 +13,7 @@
  * kernel's 32-bit slots, so sums over CPUs and windows cannot wrap). */
 struct dc_agg_sum {
 	uint64_t count, errors, bytes, time_ns;
+	uint64_t tr_kept, tr_out, tr_drop; /* sampled traces: count = their sum when on */
 	uint64_t lat[DC_LAT_SLOTS];
 	uint64_t size[DC_SIZE_SLOTS];
 };

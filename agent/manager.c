@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "filter.h"
 #include "fs-util.h"
 #include "log.h"
 #include "macro.h"
@@ -24,6 +26,7 @@
 #include "probe-uprobe.h"
 #include "probe-vfs.h"
 #include "probe-file.h"
+#include "traces.h"
 #include "probe-syscall.h"
 #include "record.h"
 #include "selfstat.h"
@@ -58,8 +61,17 @@ struct manager {
 	struct dc_agg_entry *only; /* scratch: processes seen only by block or page cache */
 	size_t only_cap;
 	struct cgroup_cache *cgroups;
+	struct dc_filter *filter; /* filter.*, resolved at start; each probe loads its own copy */
 	struct dc_sink *sinks[2]; /* file, kafka: each optional */
 	size_t n_sinks;
+	struct dc_sink *kafka;	     /* borrowed from sinks[]: it takes trace batches too */
+	struct dc_sink *trace_files; /* NULL when traces.output.dir is "" */
+	struct traces *traces;	     /* owned by sys; NULL when traces are off */
+	sd_event_source *traces_io, *traces_timer;
+	uint64_t traces_flush_usec;
+	struct dc_buf tbatch;
+	uint64_t closing_seq;	    /* the window being closed, for the flip threads */
+	struct traces_window tstat; /* what the window's sealed batches held */
 	struct dc_windows win;
 	char host[256];
 	char run_id[40];
@@ -107,9 +119,14 @@ struct manager *manager_free(struct manager *m)
 	free(m->fh_seen);
 	free(m->libstats);
 	m->cgroups = cgroup_cache_free(m->cgroups);
+	m->filter = filter_free(m->filter);
 	/* Kafka's final flush happens here, after the last window was handed over */
 	for (size_t i = 0; i < m->n_sinks; i++)
 		m->sinks[i] = sink_free(m->sinks[i]);
+	m->trace_files = sink_free(m->trace_files);
+	sd_event_source_unref(m->traces_io);
+	sd_event_source_unref(m->traces_timer);
+	buf_free(&m->tbatch);
 	buf_free(&m->rec);
 	free(m->only);
 	free(m);
@@ -416,11 +433,166 @@ static size_t layer_only_procs(struct manager *m, const struct dc_drain_result *
 	return u;
 }
 
+/*
+ * Closing a window flips every family's map, and each flip waits for an RCU
+ * grace period (several ms): one after the other they took most of a 100 ms
+ * window. The flips are independent, so they run in parallel threads and
+ * the waits overlap; the main thread only waits for them all.
+ */
+struct flip_job {
+	const char *family;
+	int (*run)(struct manager *m, void *res);
+	void *res;
+	bool on;
+	int r;
+	bool threaded;
+	pthread_t thread;
+	struct manager *m;
+};
+
+static int flip_syscall(struct manager *m, void *res)
+{
+	return probe_syscall_flip_and_drain(m->sys, res);
+}
+
+static int flip_files(struct manager *m, void *res)
+{
+	return probe_file_flip_and_drain(m->files, m->closing_seq, res);
+}
+
+static int flip_block(struct manager *m, void *res)
+{
+	return probe_block_flip_and_drain(m->blk, res);
+}
+
+static int flip_pagecache(struct manager *m, void *res)
+{
+	return probe_pagecache_flip_and_drain(m->pc, res);
+}
+
+static int flip_uring(struct manager *m, void *res)
+{
+	return probe_uring_flip_and_drain(m->ur, res);
+}
+
+static int flip_uprobe(struct manager *m, void *res)
+{
+	return probe_uprobe_flip_and_drain(m->up, res);
+}
+
+static int flip_vfs(struct manager *m, void *res)
+{
+	return probe_vfs_flip_and_drain(m->vfs, res);
+}
+
+static void *flip_thread(void *p)
+{
+	struct flip_job *j = p;
+
+	j->r = j->run(j->m, j->res);
+	return NULL;
+}
+
+static void flip_all(struct manager *m, struct flip_job *jobs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		jobs[i].m = m;
+		if (!jobs[i].on)
+			continue;
+		/* without a thread, the flip runs here: slower, never lost */
+		jobs[i].threaded = !pthread_create(&jobs[i].thread, NULL, flip_thread, &jobs[i]);
+		if (!jobs[i].threaded)
+			flip_thread(&jobs[i]);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (jobs[i].threaded)
+			pthread_join(jobs[i].thread, NULL);
+		if (jobs[i].on)
+			drain_failed(jobs[i].r, jobs[i].family, m->closing_seq);
+	}
+}
+
+/* Seal the open trace batch and hand it to the trace sinks (files, Kafka). */
+static void traces_publish(struct manager *m, const struct dc_window *w)
+{
+	struct traces_window st;
+	int r = traces_seal(m->traces, &m->tbatch, &st);
+
+	m->tstat.events += st.events;
+	m->tstat.meta_records += st.meta_records;
+	m->tstat.weight_sum += st.weight_sum;
+	m->tstat.raw_bytes += st.raw_bytes;
+	m->tstat.zstd_bytes += st.zstd_bytes;
+	m->tstat.unknown += st.unknown;
+	if (r < 0) {
+		log_warning_errno(r, "Cannot compress the trace batch of window %llu: %m",
+				  (unsigned long long)w->seq);
+		return;
+	}
+	if (!m->tbatch.len)
+		return;
+	if (m->trace_files)
+		sink_write(m->trace_files, DC_REC_TRACE, w, m->tbatch.data, m->tbatch.len);
+	if (m->kafka)
+		sink_write(m->kafka, DC_REC_TRACE, w, m->tbatch.data, m->tbatch.len);
+	/* the sinks copied it: a burst's frame need not stay in the RSS */
+	if (m->tbatch.cap > (2u << 20))
+		buf_free(&m->tbatch);
+}
+
+/* Read the trace ring: file names first, so that the events' files have
+ * their names; a batch past its bound is sealed without waiting. */
+static void traces_read(struct manager *m)
+{
+	if (m->files)
+		probe_file_consume(m->files, m->win.cur.seq);
+	traces_consume(m->traces);
+	if (traces_batch_full(m->traces)) {
+		m->tstat.too_many++;
+		traces_publish(m, &m->win.cur);
+	}
+}
+
+static int on_traces_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	traces_read(userdata);
+	return 0;
+}
+
+static int on_traces_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct manager *m = userdata;
+
+	traces_read(m);
+	return sd_event_source_set_time_relative(s, m->traces_flush_usec);
+}
+
+static void trace_comm(void *opaque, uint32_t pid, char *out, size_t len)
+{
+	struct manager *m = opaque;
+	struct dc_proc_info proc = {};
+
+	if (probe_syscall_proc(m->sys, pid, &proc) < 0)
+		proc_from_procfs(pid, &proc);
+	snprintf(out, len, "%s", proc.comm);
+}
+
+static uint64_t trace_file(void *opaque, uint32_t dev, uint64_t ino, const char **path)
+{
+	struct manager *m = opaque;
+	const struct fname *fn =
+	    m->files ? probe_file_name(m->files, dev, ino, m->win.cur.seq) : NULL;
+
+	*path = fn ? fn->path : NULL;
+	return fn ? fn->hash : 0;
+}
+
 /* Close the current window and publish everything it counted. */
 static int manager_close_window(struct manager *m)
 {
 	struct dc_drain_result res = {};
 	struct dc_file_drain fres = {};
+	struct dc_agg_sum tsum = {}; /* the window's syscall totals, for the trace counters */
 	struct dc_blk_drain bres = {};
 	struct dc_pc_drain pres = {};
 	struct dc_fn_drain ures = {}, vres = {};
@@ -436,26 +608,33 @@ static int manager_close_window(struct manager *m)
 	ctx = (struct dc_record_ctx){
 	    .host = m->host, .run_id = m->run_id, .boot_id = m->boot_id, .w = &w};
 
-	drain_failed(probe_syscall_flip_and_drain(m->sys, &res), "syscall", w.seq);
-	if (m->files)
-		drain_failed(probe_file_flip_and_drain(m->files, w.seq, &fres), "file", w.seq);
-	m->fres = &fres;
+	{
+		struct flip_job jobs[] = {
+		    {.family = "syscall", .run = flip_syscall, .res = &res, .on = true},
+		    {.family = "file", .run = flip_files, .res = &fres, .on = m->files != NULL},
+		    {.family = "block", .run = flip_block, .res = &bres, .on = m->blk != NULL},
+		    {.family = "page-cache",
+		     .run = flip_pagecache,
+		     .res = &pres,
+		     .on = m->pc != NULL},
+		    {.family = "io_uring", .run = flip_uring, .res = &urres, .on = m->ur != NULL},
+		    {.family = "library", .run = flip_uprobe, .res = &ures, .on = m->up != NULL},
+		    {.family = "VFS", .run = flip_vfs, .res = &vres, .on = m->vfs != NULL},
+		};
 
-	if (m->blk)
-		drain_failed(probe_block_flip_and_drain(m->blk, &bres), "block", w.seq);
-	if (m->pc)
-		drain_failed(probe_pagecache_flip_and_drain(m->pc, &pres), "page-cache", w.seq);
-	if (m->ur)
-		drain_failed(probe_uring_flip_and_drain(m->ur, &urres), "io_uring", w.seq);
+		m->closing_seq = w.seq;
+		flip_all(m, jobs, ELEMENTSOF(jobs));
+	}
+	m->fres = &fres;
 	m->urd = m->ur ? &urres : NULL;
-	if (m->up) {
-		drain_failed(probe_uprobe_flip_and_drain(m->up, &ures), "library", w.seq);
+	if (m->up)
 		qsort(ures.entries, ures.n, sizeof(*ures.entries), up_cmp);
-	}
-	if (m->vfs) {
-		drain_failed(probe_vfs_flip_and_drain(m->vfs, &vres), "VFS", w.seq);
+	if (m->vfs)
 		qsort(vres.entries, vres.n, sizeof(*vres.entries), up_cmp);
-	}
+	/* the syscall map has flipped: every call it counted as kept has its
+	 * event in the ring */
+	if (m->traces)
+		traces_read(m);
 
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	featvec_sort(res.entries, res.n);
@@ -494,6 +673,14 @@ static int manager_close_window(struct manager *m)
 		if (!m->rec.err)
 			manager_write(m, DC_REC_DEVICE, &w);
 		i = end;
+	}
+
+	if (m->traces) {
+		traces_publish(m, &w);
+		for (size_t i = 0; i < res.n; i++)
+			agg_sum_add(&tsum, &res.entries[i].v);
+		for (unsigned op = 0; op < DC_OP_MAX; op++)
+			agg_sum_add(&tsum, &res.overflow[op].v);
 	}
 
 	selfstat_read(&self);
@@ -536,6 +723,15 @@ static int manager_close_window(struct manager *m)
 						  .time_ns = urres.overflow.time_ns,
 						  .bytes = urres.overflow.bytes,
 						  .errors = urres.overflow.errors};
+	if (m->traces) {
+		st.traces = true;
+		st.tr_seen = tsum.count;
+		st.tr_kept = tsum.tr_kept;
+		st.tr_out = tsum.tr_out;
+		st.tr_drop = tsum.tr_drop;
+		st.tr_window = m->tstat;
+		m->tstat = (struct traces_window){};
+	}
 	st.files = m->files != NULL;
 	memcpy(st.file_counters, fres.counters, sizeof(st.file_counters));
 	st.file_names = fres.names;
@@ -628,6 +824,20 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	if (!m)
 		return log_error_errno(-ENOMEM, "Out of memory");
 	m->cfg = *cfg;
+	{
+		char err[1024], what[256];
+
+		/* before anything starts: a cgroup that does not exist is the
+		 * configuration's fault, not the host's */
+		r = filter_new(cfg, NULL, &m->filter, err, sizeof(err));
+		if (r < 0) {
+			*config_error = r == -EINVAL;
+			return log_error_errno(r, "Invalid filter: %s", err);
+		}
+		filter_describe(m->filter, what, sizeof(what));
+		if (filter_active(m->filter))
+			log_info("Filters: %s", what);
+	}
 
 	if (cfg->host[0])
 		snprintf(m->host, sizeof(m->host), "%s", cfg->host);
@@ -654,6 +864,7 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 		    .properties = cfg->kafka_properties,
 		    .topic_features = cfg->kafka_topic_features,
 		    .topic_agent = cfg->kafka_topic_agent,
+		    .topic_traces = cfg->traces_enable ? cfg->kafka_topic_traces : NULL,
 		    .key_cgroup = !strcmp(cfg->kafka_key, "host_cgroup"),
 		    .host = m->host,
 		    .run = m->run_id,
@@ -671,7 +882,7 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 				*config_error = true;
 			return r;
 		}
-		m->n_sinks++;
+		m->kafka = m->sinks[m->n_sinks++];
 	}
 	if (!m->n_sinks) {
 		*config_error = true;
@@ -685,9 +896,41 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 		log_warning_errno(r, "Cannot open the cgroup2 hierarchy (%m): records will carry "
 				     "cgroup ids without paths, ignoring");
 
+	if (cfg->traces_enable && cfg->traces_dir[0]) {
+		struct sink_trace_params tp = {
+		    .dir = cfg->traces_dir,
+		    .host = m->host,
+		    .rotate_bytes = (uint64_t)cfg->traces_rotate_mib << 20,
+		    .rotate_usec = (uint64_t)cfg->traces_rotate_sec * USEC_PER_SEC,
+		    .max_bytes = (uint64_t)cfg->traces_max_mib << 20,
+		};
+
+		r = sink_trace_new(&tp, &m->trace_files);
+		if (r < 0)
+			return log_error_errno(r, "Cannot write trace files in %s: %m",
+					       cfg->traces_dir);
+	}
+
 	r = probe_syscall_new(cfg, &m->sys);
 	if (r < 0)
 		return r;
+	m->traces = probe_syscall_traces(m->sys);
+	if (m->traces) {
+		struct traces_resolver tr = {.comm = trace_comm, .file = trace_file, .opaque = m};
+
+		traces_set_resolver(m->traces, &tr);
+		m->traces_flush_usec = (uint64_t)cfg->traces_flush_ms * 1000;
+		r = sd_event_add_io(m->event, &m->traces_io, traces_ring_fd(m->traces), EPOLLIN,
+				    on_traces_io, m);
+		if (r >= 0)
+			r = sd_event_add_time_relative(m->event, &m->traces_timer, CLOCK_MONOTONIC,
+						       m->traces_flush_usec, 1000, on_traces_timer,
+						       m);
+		if (r >= 0)
+			r = sd_event_source_set_enabled(m->traces_timer, SD_EVENT_ON);
+		if (r < 0)
+			return log_error_errno(r, "Cannot watch the trace ring: %m");
+	}
 	m->probes[m->n_probes++] = (struct dc_probe_report){
 	    .name = "syscall",
 	    .mechanism = probe_syscall_mechanism(m->sys),
@@ -713,6 +956,7 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 		    .max_keys = (unsigned)cfg->vfs_max_keys,
 		    .percpu = strcmp(cfg->map_layout, "shared") != 0,
 		    .exclude_tgid = cfg->exclude_self ? (uint32_t)getpid() : 0,
+		    .filter = m->filter,
 		};
 
 		if (strcmp(cfg->vfs_mechanism, "fentry") && strcmp(cfg->vfs_mechanism, "kprobe"))

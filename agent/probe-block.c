@@ -10,6 +10,7 @@
 
 #include "block.skel.h"
 #include "counters.h"
+#include "filter.h"
 #include "log.h"
 #include "mechanism.h"
 #include "macro.h"
@@ -26,6 +27,7 @@ struct probe_block {
 	int ncpus;
 	bool percpu;
 	struct winmap agg;
+	struct dc_filter *filter;
 	char detail[384];
 	struct dc_blk_entry *entries;
 	size_t n, cap;
@@ -40,6 +42,7 @@ struct probe_block *probe_block_free(struct probe_block *p)
 		return NULL;
 	block_bpf__destroy(p->skel);
 	winmap_close(&p->agg);
+	p->filter = filter_free(p->filter);
 	free(p->entries);
 	free(p);
 	return NULL;
@@ -76,12 +79,16 @@ static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enu
 	r = winmap_prepare(&p->agg, skel->maps.agg_gen, "dc_blk", sizeof(struct dc_blk_key),
 			   sizeof(struct dc_blk_val), (unsigned)cfg->block_max_keys, p->percpu,
 			   p->ncpus);
+	if (!r)
+		r = filter_prepare(p->filter, skel->obj);
 	if (r)
 		return r;
 	r = block_bpf__load(skel);
 	if (r)
 		return r;
 	r = winmap_install(&p->agg);
+	if (!r)
+		r = filter_install(p->filter, skel->obj);
 	if (r)
 		return r;
 	return block_bpf__attach(skel);
@@ -126,6 +133,13 @@ int probe_block_new(const struct dc_config *cfg, struct probe_block **ret)
 		return -ENOMEM;
 	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
 	p->ncpus = libbpf_num_possible_cpus();
+	{
+		char err[512];
+
+		r = filter_new(cfg, NULL, &p->filter, err, sizeof(err));
+		if (r < 0)
+			return log_error_errno(r, "Cannot set up the block filters: %s", err);
+	}
 	/* the same layout rule as the syscall maps, for the smaller block map */
 	p->percpu = strcmp(cfg->map_layout, "shared") != 0;
 	if (strcmp(cfg->block_mechanism, "auto"))

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "counters.h"
+#include "filter.h"
 #include "log.h"
 #include "mechanism.h"
 #include "macro.h"
@@ -24,6 +25,7 @@ struct probe_pagecache {
 	enum mech mech;
 	int ncpus;
 	struct winmap agg;
+	struct dc_filter *filter;
 	char detail[256];
 	struct dc_pc_entry *entries;
 	size_t n, cap;
@@ -38,6 +40,7 @@ struct probe_pagecache *probe_pagecache_free(struct probe_pagecache *p)
 		return NULL;
 	pagecache_bpf__destroy(p->skel);
 	winmap_close(&p->agg);
+	p->filter = filter_free(p->filter);
 	free(p->entries);
 	free(p);
 	return NULL;
@@ -70,9 +73,13 @@ static int try_mechanism(struct probe_pagecache *p, const struct dc_config *cfg,
 			   sizeof(struct dc_pc_val), (unsigned)cfg->pagecache_max_keys, percpu,
 			   p->ncpus);
 	if (!r)
+		r = filter_prepare(p->filter, skel->obj);
+	if (!r)
 		r = pagecache_bpf__load(skel);
 	if (!r)
 		r = winmap_install(&p->agg);
+	if (!r)
+		r = filter_install(p->filter, skel->obj);
 	if (!r)
 		r = pagecache_bpf__attach(skel);
 	return r;
@@ -115,6 +122,13 @@ int probe_pagecache_new(const struct dc_config *cfg, struct probe_pagecache **re
 		return -ENOMEM;
 	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
 	p->ncpus = libbpf_num_possible_cpus();
+	{
+		char err[512];
+
+		r = filter_new(cfg, NULL, &p->filter, err, sizeof(err));
+		if (r < 0)
+			return log_error_errno(r, "Cannot set up the page-cache filters: %s", err);
+	}
 	if (strcmp(cfg->pagecache_mechanism, "auto"))
 		first = last = (enum mech)mech_find(mech_names, MECH_MAX, cfg->pagecache_mechanism);
 	{

@@ -10,6 +10,7 @@
 
 #include "counters.h"
 #include "drain.h"
+#include "filter.h"
 #include "fs-util.h"
 #include "log.h"
 #include "mechanism.h"
@@ -17,6 +18,7 @@
 #include "ops.h"
 #include "preempt.h"
 #include "probe-file.h"
+#include "traces.h"
 #include "probe-syscall.h"
 #include "progstats.h"
 #include "syscall.skel.h"
@@ -29,6 +31,8 @@ struct probe_syscall {
 	struct syscall_bpf *skel;
 	enum mech mech;
 	struct probe_file *files; /* NULL: file layer off (configured, or refused) */
+	struct traces *traces;	  /* NULL: sampled traces off (configured, or refused) */
+	struct dc_filter *filter;
 	bool files_percpu;
 	char files_detail[512];
 	bool percpu;
@@ -69,6 +73,8 @@ struct probe_syscall *probe_syscall_free(struct probe_syscall *p)
 	syscall_bpf__destroy(p->skel);
 	probe_close_maps(p);
 	p->files = probe_file_free(p->files);
+	p->traces = traces_free(p->traces);
+	p->filter = filter_free(p->filter);
 	free(p->entries);
 	free(p);
 	return NULL;
@@ -128,6 +134,9 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	bpf_map__set_autocreate(skel->maps.stash_tid, !task_storage);
 	bpf_map__set_max_entries(skel->maps.stash_tid, (__u32)cfg->max_threads);
 	bpf_map__set_max_entries(skel->maps.procs, (__u32)cfg->max_procs);
+	r = filter_prepare(p->filter, skel->obj);
+	if (r)
+		return r;
 
 	r = winmap_prepare(&p->agg, skel->maps.agg_gen, "dc_agg", sizeof(struct dc_agg_key),
 			   sizeof(struct dc_agg_val), (unsigned)p->max_keys, p->percpu, p->ncpus);
@@ -139,12 +148,18 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 		probe_file_disable(skel);
 	if (r)
 		return r;
+	if (p->traces)
+		traces_prepare(p->traces, skel);
+	else
+		traces_disable(skel);
 	r = syscall_bpf__load(skel);
 	if (r)
 		return r;
 	r = winmap_install(&p->agg);
 	if (!r && p->files)
 		r = probe_file_install(p->files);
+	if (!r)
+		r = filter_install(p->filter, skel->obj);
 	if (r)
 		return r;
 
@@ -197,6 +212,13 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 	p->ncpus = libbpf_num_possible_cpus();
 	if (p->ncpus <= 0)
 		return log_error_errno(p->ncpus, "Cannot count possible CPUs: %m");
+	{
+		char err[512];
+
+		r = filter_new(cfg, NULL, &p->filter, err, sizeof(err));
+		if (r < 0)
+			return log_error_errno(r, "Cannot set up the filters: %s", err);
+	}
 	p->max_keys = (uint64_t)cfg->max_keys;
 	choose_layout(cfg, p->ncpus, &p->percpu);
 	p->preempt = preempt_detect(&p->preempt_why);
@@ -213,6 +235,18 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 			p->plain_updates = false;
 	} else
 		snprintf(p->files_detail, sizeof(p->files_detail), "probes.files.enable is false");
+	if (cfg->traces_enable) {
+		char host[256], err[512];
+
+		if (cfg->host[0])
+			snprintf(host, sizeof(host), "%s", cfg->host);
+		else if (gethostname(host, sizeof(host) - 1) < 0)
+			snprintf(host, sizeof(host), "unknown");
+		host[sizeof(host) - 1] = 0;
+		r = traces_new(cfg, host, &p->traces, err, sizeof(err));
+		if (r < 0)
+			return log_error_errno(r, "Cannot set up sampled traces: %s", err);
+	}
 
 	r = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL);
 	if (r == -EPERM || r == -EACCES)
@@ -234,15 +268,17 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 
 		r = mech_choose("syscall", mech_names, first, last, attempt, undo, &a, p->detail,
 				sizeof(p->detail), &off);
-		if (r < 0 && p->files) {
-			/* the file code is what a kernel is likeliest to refuse
-			 * (fd table walk, path walk): keep the syscall layer */
+		if (r < 0 && (p->files || p->traces)) {
+			/* the file and trace code is what a kernel is likeliest to
+			 * refuse (fd table and path walks, ring queries): keep the
+			 * syscall layer */
 			snprintf(p->files_detail, sizeof(p->files_detail),
 				 "refused with the syscall programs: %.400s", p->detail);
-			log_warning("File layer refused by this kernel (%s); retrying the "
-				    "syscall probes without it",
+			log_warning("File layer and traces refused by this kernel (%s); retrying "
+				    "the syscall probes without them",
 				    p->detail);
 			p->files = probe_file_free(p->files);
+			p->traces = traces_free(p->traces);
 			off = 0;
 			p->detail[0] = 0;
 			r = mech_choose("syscall", mech_names, first, last, attempt, undo, &a,
@@ -257,6 +293,11 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 		return log_error_errno(r, "No mechanism could attach the system-call probes (%s)",
 				       p->detail);
 	p->mech = (enum mech)r;
+	if (p->traces) {
+		r = traces_start(p->traces, p->skel);
+		if (r < 0)
+			return log_error_errno(r, "Cannot start the trace reader: %m");
+	}
 	if (p->files) {
 		r = probe_file_start(p->files, p->skel);
 		if (r < 0)
@@ -344,6 +385,9 @@ static void read_overflow(struct probe_syscall *p, struct dc_agg_entry out[DC_OP
 			out[op].v.lat[i] &= 0xFFFFFFFFu;
 		for (unsigned i = 0; i < DC_SIZE_SLOTS; i++)
 			out[op].v.size[i] &= 0xFFFFFFFFu;
+		out[op].v.tr_kept &= 0xFFFFFFFFu;
+		out[op].v.tr_out &= 0xFFFFFFFFu;
+		out[op].v.tr_drop &= 0xFFFFFFFFu;
 		p->overflow_prev[op] = cur;
 	}
 }
@@ -398,4 +442,9 @@ struct probe_file *probe_syscall_files(struct probe_syscall *p)
 const char *probe_syscall_files_detail(const struct probe_syscall *p)
 {
 	return p->files ? probe_file_detail(p->files) : p->files_detail;
+}
+
+struct traces *probe_syscall_traces(struct probe_syscall *p)
+{
+	return p->traces;
 }

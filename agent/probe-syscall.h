@@ -29,6 +29,9 @@ bool probe_syscall_plain_updates(const struct probe_syscall *p);
 struct probe_file *probe_syscall_files(struct probe_syscall *p);
 const char *probe_syscall_files_detail(const struct probe_syscall *p);
 
+/* Sampled traces, which run inside the syscall programs; NULL when off. */
+struct traces *probe_syscall_traces(struct probe_syscall *p);
+
 struct dc_drain_result {
 	struct dc_agg_entry *entries; /* owned by the probe, valid until the next drain */
 	size_t n;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "elfsyms.h"
+#include "filter.h"
 #include "log.h"
 #include "macro.h"
 #include "probe-uprobe.h"
@@ -82,6 +83,7 @@ int probe_uprobe_new(const struct dc_config *cfg, struct probe_uprobe **ret, cha
 		     size_t errlen)
 {
 	_cleanup_(probe_uprobe_freep) struct probe_uprobe *p = calloc(1, sizeof(*p));
+	_cleanup_free_ struct dc_filter *filter = NULL;
 	size_t max = (size_t)cfg->library_max_functions;
 	int r;
 
@@ -98,12 +100,19 @@ int probe_uprobe_new(const struct dc_config *cfg, struct probe_uprobe **ret, cha
 	/* atomic adds: threads of a process share keys and uprobes can nest */
 	p->skel->rodata->plain_updates = false;
 	p->skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
+	r = filter_new(cfg, NULL, &filter, err, errlen);
+	if (r < 0)
+		return r;
 	r = fn_agg_prepare(&p->agg, p->skel->maps.agg_gen, p->skel->maps.fn_counters, "dc_up",
 			   (unsigned)cfg->library_max_keys, strcmp(cfg->map_layout, "shared") != 0);
+	if (!r)
+		r = filter_prepare(filter, p->skel->obj);
 	if (!r)
 		r = uprobe_bpf__load(p->skel);
 	if (!r)
 		r = fn_agg_install(&p->agg);
+	if (!r)
+		r = filter_install(filter, p->skel->obj);
 	if (r) {
 		snprintf(err, errlen, "cannot load the uprobe programs: %s", strerror(-r));
 		return r;

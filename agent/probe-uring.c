@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "counters.h"
+#include "filter.h"
 #include "log.h"
 #include "mechanism.h"
 #include "macro.h"
@@ -33,6 +34,7 @@ struct probe_uring {
 	bool old_submit; /* the kernel names the submission event io_uring_submit_sqe */
 	int ncpus;
 	struct winmap agg;
+	struct dc_filter *filter;
 	char detail[256];
 	struct dc_uring_entry *entries;
 	size_t n, cap;
@@ -47,6 +49,7 @@ struct probe_uring *probe_uring_free(struct probe_uring *p)
 		return NULL;
 	uring_bpf__destroy(p->skel);
 	winmap_close(&p->agg);
+	p->filter = filter_free(p->filter);
 	free(p->entries);
 	free(p);
 	return NULL;
@@ -94,9 +97,13 @@ static int try_mechanism(struct probe_uring *p, const struct dc_config *cfg, enu
 			   sizeof(struct dc_uring_val), (unsigned)cfg->uring_max_keys, percpu,
 			   p->ncpus);
 	if (!r)
+		r = filter_prepare(p->filter, skel->obj);
+	if (!r)
 		r = uring_bpf__load(skel);
 	if (!r)
 		r = winmap_install(&p->agg);
+	if (!r)
+		r = filter_install(p->filter, skel->obj);
 	if (!r)
 		r = uring_bpf__attach(skel);
 	return r;
@@ -142,6 +149,13 @@ int probe_uring_new(const struct dc_config *cfg, struct probe_uring **ret)
 	p->ncpus = libbpf_num_possible_cpus();
 	if (p->ncpus < 0)
 		return p->ncpus;
+	{
+		char err[512];
+
+		r = filter_new(cfg, NULL, &p->filter, err, sizeof(err));
+		if (r < 0)
+			return log_error_errno(r, "Cannot set up the io_uring filters: %s", err);
+	}
 	if (strcmp(cfg->uring_mechanism, "auto"))
 		first = last = (enum mech)mech_find(mech_names, MECH_MAX, cfg->uring_mechanism);
 	{

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "datacrumbs/vfs.h"
+#include "filter.h"
 #include "macro.h"
 #include "probe-vfs.h"
 #include "vfs.skel.h"
@@ -275,9 +276,13 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	r = fn_agg_prepare(&p->agg, skel->maps.agg_gen, skel->maps.fn_counters, "dc_vfs",
 			   o->max_keys, o->percpu);
 	if (!r)
+		r = filter_prepare(o->filter, skel->obj);
+	if (!r)
 		r = vfs_bpf__load(skel);
 	if (!r)
 		r = fn_agg_install(&p->agg);
+	if (!r)
+		r = filter_install(o->filter, skel->obj);
 	if (r)
 		return r;
 	for (unsigned i = 0; i < n; i++) {

@@ -7,13 +7,17 @@
 
 #include "fnagg.h"
 
+struct dc_filter;
+
 /* Plain options, not the config: the VM test links this file statically. */
 struct probe_vfs_opts {
-	const char *mechanism;	/* auto | fentry | kprobe | tracepoint */
-	const char *categories; /* "vfs,ext4,..." (commas, spaces or newlines); NULL: the default set */
+	const char *mechanism; /* auto | fentry | kprobe | tracepoint */
+	const char
+	    *categories; /* "vfs,ext4,..." (commas, spaces or newlines); NULL: the default set */
 	unsigned max_keys;
 	bool percpu;
-	uint32_t exclude_tgid; /* 0: trace every process, the caller included */
+	uint32_t exclude_tgid;		/* 0: trace every process, the caller included */
+	const struct dc_filter *filter; /* filter.*; NULL: none */
 };
 
 struct probe_vfs;

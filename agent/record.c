@@ -18,6 +18,8 @@ const char *record_type_name(enum dc_rec_type t)
 		return "file";
 	case DC_REC_FILENAME:
 		return "filename";
+	case DC_REC_TRACE:
+		return "trace";
 	default:
 		return "unknown";
 	}
@@ -494,6 +496,7 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 	buf_putc(b, '\n');
 }
 
+/* NULL: a counter published outside "drops" (filtered calls are no loss) */
 static const char *const counter_names[DC_CNT_MAX] = {
     [DC_CNT_AGG_FULL] = "agg_map_full",
     [DC_CNT_STASH_FAIL] = "entry_stash_full",
@@ -505,6 +508,8 @@ static void fn_drops(struct dc_json *j, const char *family, const uint64_t *c)
 {
 	json_key(j, family);
 	json_obj_begin(j);
+	json_key(j, "filtered");
+	json_u64(j, c[DC_FN_CNT_FILTERED]);
 	json_key(j, "drops");
 	json_obj_begin(j);
 	json_key(j, "agg_map_full");
@@ -534,10 +539,14 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 	json_u64(&j, s->records);
 	json_key(&j, "keys");
 	json_u64(&j, s->keys);
+	json_key(&j, "filtered");
+	json_u64(&j, s->counters[DC_CNT_FILTERED]);
 
 	json_key(&j, "drops");
 	json_obj_begin(&j);
 	for (unsigned i = 0; i < DC_CNT_MAX; i++) {
+		if (!counter_names[i])
+			continue;
 		json_key(&j, counter_names[i]);
 		json_u64(&j, s->counters[i]);
 	}
@@ -588,9 +597,13 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 
 		json_key(&j, "block");
 		json_obj_begin(&j);
+		json_key(&j, "filtered");
+		json_u64(&j, s->blk_counters[DC_BLK_CNT_FILTERED]);
 		json_key(&j, "drops");
 		json_obj_begin(&j);
 		for (unsigned i = 0; i < DC_BLK_CNT_MAX; i++) {
+			if (!blk_counter_names[i])
+				continue;
 			json_key(&j, blk_counter_names[i]);
 			json_u64(&j, s->blk_counters[i]);
 		}
@@ -626,6 +639,8 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 
 		json_key(&j, "io_uring");
 		json_obj_begin(&j);
+		json_key(&j, "filtered");
+		json_u64(&j, s->ur_counters[DC_UR_CNT_FILTERED]);
 		json_key(&j, "drops");
 		json_obj_begin(&j);
 		json_key(&j, "agg_map_full");
@@ -648,6 +663,37 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 		json_key(&j, "time_ns");
 		json_u64(&j, u->time_ns);
 		json_obj_end(&j);
+		json_obj_end(&j);
+	}
+
+	if (s->traces) {
+		const struct traces_window *t = &s->tr_window;
+
+		json_key(&j, "traces");
+		json_obj_begin(&j);
+		/* per window, exactly: seen = kept + sampled_out + dropped */
+		json_key(&j, "seen");
+		json_u64(&j, s->tr_seen);
+		json_key(&j, "kept");
+		json_u64(&j, s->tr_kept);
+		json_key(&j, "sampled_out");
+		json_u64(&j, s->tr_out);
+		json_key(&j, "dropped");
+		json_u64(&j, s->tr_drop);
+		json_key(&j, "events");
+		json_u64(&j, t->events);
+		json_key(&j, "metadata_records");
+		json_u64(&j, t->meta_records);
+		json_key(&j, "weight_sum");
+		json_u64(&j, t->weight_sum);
+		json_key(&j, "raw_bytes");
+		json_u64(&j, t->raw_bytes);
+		json_key(&j, "zstd_bytes");
+		json_u64(&j, t->zstd_bytes);
+		json_key(&j, "sealed_early");
+		json_u64(&j, t->too_many);
+		json_key(&j, "unreadable");
+		json_u64(&j, t->unknown);
 		json_obj_end(&j);
 	}
 
@@ -679,6 +725,8 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 	if (s->pagecache) {
 		json_key(&j, "page_cache");
 		json_obj_begin(&j);
+		json_key(&j, "filtered");
+		json_u64(&j, s->pc_counters[DC_PC_CNT_FILTERED]);
 		json_key(&j, "drops");
 		json_obj_begin(&j);
 		json_key(&j, "agg_map_full");

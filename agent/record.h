@@ -13,6 +13,7 @@
 #include "jobid.h"
 #include "filevec.h"
 #include "json.h"
+#include "traces.h"
 #include "window.h"
 
 /* Schema of every record this agent writes; docs/records.md. Bump on any
@@ -25,6 +26,7 @@ enum dc_rec_type {
 	DC_REC_DEVICE = 2,
 	DC_REC_FILE = 3,     /* one (process, file) in one window */
 	DC_REC_FILENAME = 4, /* dictionary: fhash -> path */
+	DC_REC_TRACE = 5,    /* a window's sampled trace events: one zstd frame of NDJSON */
 	DC_REC_MAX,
 };
 
@@ -122,6 +124,9 @@ struct dc_agent_stats {
 	uint64_t ur_counters[DC_UR_CNT_MAX];
 	uint64_t ur_recursion_misses;
 	struct dc_lib_stat ur_unattributed; /* sums only: feature and lat unused */
+	bool traces;
+	uint64_t tr_seen, tr_kept, tr_out, tr_drop; /* this window's calls, by outcome */
+	struct traces_window tr_window;		    /* what the window's batches held */
 	bool files;
 	uint64_t file_counters[DC_FILE_CNT_MAX];
 	uint64_t file_names, file_names_not_kept;

@@ -79,6 +79,9 @@ struct sink_kafka {
 	struct kseg *head;
 	struct dc_buf building;
 	uint64_t building_n;
+	/* trace batches: their own segments, which the bound sheds first */
+	struct dc_buf building_tr;
+	uint64_t building_tr_n;
 	uint64_t flush_timeout_ms;
 	char host[DC_SEG_HOST_MAX + 1];
 	char run[DC_SEG_RUN_MAX + 1];
@@ -230,7 +233,8 @@ static int produce_one(struct sink_kafka *k, struct kseg *g, const struct dc_seg
 	rd_kafka_header_add(h, "window", -1, window, -1);
 	rd_kafka_header_add(h, "schema", -1, schema, -1);
 	rd_kafka_header_add(h, "type", -1, type, -1);
-	rd_kafka_header_add(h, "content-encoding", -1, "json", -1);
+	rd_kafka_header_add(h, "content-encoding", -1, rec->type == DC_REC_TRACE ? "zstd" : "json",
+			    -1);
 	/* host keeps a node's windows ordered in one partition */
 	keylen = (size_t)snprintf(key, sizeof(key), "%s", g->meta.host);
 	if (k->key_cgroup && rec->type == DC_REC_FEATURES) {
@@ -296,7 +300,8 @@ static void pump(struct sink_kafka *k)
 		while ((r = seg_raw_next(g->raw.data, g->raw.len, &off, &rec)) > 0) {
 			rd_kafka_resp_err_t err;
 
-			if (rec.type >= DC_REC_MAX) {
+			/* an unknown type, or traces this run has no topic for */
+			if (rec.type >= DC_REC_MAX || !k->topic[rec.type]) {
 				g->next_off = off;
 				continue;
 			}
@@ -388,35 +393,43 @@ static int kafka_write(struct dc_sink *s, enum dc_rec_type type, const struct dc
 {
 	struct sink_kafka *k = (struct sink_kafka *)s;
 
+	if (type == DC_REC_TRACE) {
+		if (!k->topic[type])
+			return 0; /* no traces topic configured */
+		seg_raw_add(&k->building_tr, type, w->seq, data, (uint32_t)len);
+		k->building_tr_n++;
+		return k->building_tr.err ? -ENOMEM : 0;
+	}
 	seg_raw_add(&k->building, type, w->seq, data, (uint32_t)len);
 	k->building_n++;
 	return k->building.err ? -ENOMEM : 0;
 }
 
-/* Seal the window's records into a spool segment, then produce. */
-static int kafka_flush(struct dc_sink *s)
+/* Seal records into a spool segment of a kind and queue it. */
+static int seal(struct sink_kafka *k, enum dc_seg_kind kind, struct dc_buf *building,
+		uint64_t *building_n)
 {
-	struct sink_kafka *k = (struct sink_kafka *)s;
 	struct kseg *g, **tail;
 	int r;
 
-	if (!k->building_n)
-		return 0;
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
-	g->meta.kind = DC_SEG_FEATURES;
+	g->meta.kind = kind;
 	g->meta.seq = spool_next_seq(k->spool);
-	g->meta.n_records = k->building_n;
+	g->meta.n_records = *building_n;
 	snprintf(g->meta.host, sizeof(g->meta.host), "%s", k->host);
 	snprintf(g->meta.run, sizeof(g->meta.run), "%s", k->run);
-	g->raw = k->building; /* the segment takes the records */
+	g->raw = *building; /* the segment takes the records */
 	g->loaded = true;
 	g->sealed_usec = now_usec();
-	k->building = (struct dc_buf){};
-	k->building_n = 0;
+	*building = (struct dc_buf){};
+	*building_n = 0;
 
-	r = seg_encode(&g->meta, g->raw.data, g->raw.len, 3, &k->scratch);
+	/* trace batches are zstd frames already: the segment's level 1 costs
+	 * little and keeps one segment format */
+	r = seg_encode(&g->meta, g->raw.data, g->raw.len, kind == DC_SEG_TRACES ? 1 : 3,
+		       &k->scratch);
 	if (!r)
 		r = spool_write(k->spool, g->meta.seq, k->scratch.data, k->scratch.len);
 	if (r < 0) {
@@ -434,9 +447,24 @@ static int kafka_flush(struct dc_sink *s)
 	for (tail = &k->head; *tail; tail = &(*tail)->next)
 		;
 	*tail = g;
+	return r < 0 ? r : 0;
+}
+
+/* Seal the window's records into spool segments, then produce. */
+static int kafka_flush(struct dc_sink *s)
+{
+	struct sink_kafka *k = (struct sink_kafka *)s;
+	int r = 0, r2 = 0;
+
+	if (!k->building_n && !k->building_tr_n)
+		return 0;
+	if (k->building_n)
+		r = seal(k, DC_SEG_FEATURES, &k->building, &k->building_n);
+	if (k->building_tr_n)
+		r2 = seal(k, DC_SEG_TRACES, &k->building_tr, &k->building_tr_n);
 	enforce_bound(k);
 	service(k);
-	return r < 0 ? r : 0;
+	return r < 0 ? r : r2;
 }
 
 static void percentiles(const struct sink_kafka *k, uint64_t *p50, uint64_t *p99, uint64_t *max)
@@ -542,6 +570,7 @@ static void kafka_free(struct dc_sink *s)
 			close(k->pipe[i]);
 	spool_free(k->spool);
 	buf_free(&k->building);
+	buf_free(&k->building_tr);
 	buf_free(&k->scratch);
 	free(k);
 }
@@ -632,6 +661,8 @@ static int check_topics(struct sink_kafka *k, int timeout_ms, char *err, size_t 
 		const struct rd_kafka_metadata *md = NULL;
 		rd_kafka_resp_err_t e;
 
+		if (!k->topic[i])
+			continue;
 		e = rd_kafka_metadata(k->rk, 0, k->topic[i], &md, timeout_ms);
 		if (e) {
 			log_warning("Kafka: no answer from the brokers at start (%s); records are "
@@ -697,6 +728,8 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 	/* names ride with the windows that use them, in order, in the same
 	 * partition: a consumer meets a name before the records that need it */
 	snprintf(k->topic_name[DC_REC_FILENAME], sizeof(k->topic_name[0]), "%s", p->topic_features);
+	snprintf(k->topic_name[DC_REC_TRACE], sizeof(k->topic_name[0]), "%s",
+		 p->topic_traces ? p->topic_traces : "");
 
 	conf = rd_kafka_conf_new();
 	snprintf(client_id, sizeof(client_id), "datacrumbs-%s", p->host);
@@ -742,6 +775,8 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 		return -EINVAL;
 	}
 	for (int i = 0; i < DC_REC_MAX; i++) {
+		if (!k->topic_name[i][0])
+			continue; /* traces without a topic */
 		k->topic[i] = rd_kafka_topic_new(k->rk, k->topic_name[i], NULL);
 		if (!k->topic[i]) {
 			snprintf(err, errlen, "Kafka topic '%s': %s", k->topic_name[i],

@@ -70,12 +70,23 @@ static inline void sink_report(struct dc_sink *s, struct dc_json *j)
  * next flush, up to max_pending bytes. */
 int sink_file_new(const char *path, size_t max_pending, struct dc_sink **ret);
 
+struct sink_trace_params {
+	const char *dir;
+	const char *host;
+	uint64_t rotate_bytes, rotate_usec, max_bytes;
+};
+
+/* Trace batches (DC_REC_TRACE only) appended to rotating .pfw.zst files in
+ * dir, bounded by deleting the oldest (sink-trace.c). */
+int sink_trace_new(const struct sink_trace_params *p, struct dc_sink **ret);
+
 struct sink_kafka_params {
 	const char *brokers;
 	const char *properties; /* "name=value" lines, applied after the defaults */
 	const char *topic_features;
 	const char *topic_agent;
-	bool key_cgroup; /* key features records by host/cgroup instead of host */
+	const char *topic_traces; /* NULL or "": traces are not published */
+	bool key_cgroup;	  /* key features records by host/cgroup instead of host */
 	const char *host;
 	const char *run;
 	const char *spool_dir;

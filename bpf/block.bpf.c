@@ -23,6 +23,7 @@
 #include "datacrumbs/block.h"
 #include "datacrumbs/hist.h"
 #include "common.bpf.h"
+#include "filter.bpf.h"
 
 const volatile bool plain_updates = false;
 const volatile __u32 agent_tgid = 0;
@@ -87,18 +88,18 @@ static __always_inline __u32 rq_op(struct request *rq)
 
 /* The bio's cgroup when it is a cgroup2 one. On a hybrid host the io
  * controller lives in a v1 hierarchy, whose ids mean nothing to the cgroup2
- * ids every other layer records: 0 then, and the caller falls back to the
- * submitter's cgroup2 id. */
-static __always_inline __u64 bio_cgroup(struct bio *bio)
+ * ids every other layer records: NULL then, and the caller falls back to
+ * the submitter's cgroup2 id. */
+static __always_inline struct cgroup *bio_cgroup(struct bio *bio)
 {
 	struct cgroup *cg;
 
 	if (!bpf_core_field_exists(bio->bi_blkg))
-		return 0;
+		return NULL;
 	cg = BPF_CORE_READ(bio, bi_blkg, blkcg, css.cgroup);
 	if (!cg || BPF_CORE_READ(cg, root, hierarchy_id) != 0)
-		return 0;
-	return BPF_CORE_READ(cg, kn, id);
+		return NULL;
+	return cg;
 }
 
 static __always_inline void on_bio_queue(struct bio *bio)
@@ -106,15 +107,19 @@ static __always_inline void on_bio_queue(struct bio *bio)
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct dc_blk_origin o = {};
 	__u64 key = (__u64)bio;
+	struct cgroup *cg = bio_cgroup(bio);
 
 	/* kernel threads have no mm: writeback, journal, loop workers */
 	if (!BPF_CORE_READ(task, mm))
 		o.tgid = 0;
 	else
 		o.tgid = BPF_CORE_READ(task, tgid);
-	o.cgroup_id = bio_cgroup(bio);
+	o.cgroup_id = cg ? BPF_CORE_READ(cg, kn, id) : 0;
 	if (!o.cgroup_id)
 		o.cgroup_id = o.tgid ? bpf_get_current_cgroup_id() : 0;
+	/* a process is filtered as itself; a kernel thread has no uid or comm
+	 * of its own to match, only the cgroup it writes for */
+	o.filtered = o.tgid ? dc_filtered(task) : dc_filtered_cgroup(cg);
 	bpf_map_update_elem(&bios, &key, &o, BPF_ANY);
 }
 
@@ -134,6 +139,7 @@ static __always_inline void set_origin(struct dc_blk_inflight *f, struct request
 		count(DC_BLK_CNT_NO_ORIGIN);
 		f->origin.tgid = BPF_CORE_READ(task, mm) ? BPF_CORE_READ(task, tgid) : 0;
 		f->origin.cgroup_id = f->origin.tgid ? bpf_get_current_cgroup_id() : 0;
+		f->origin.filtered = f->origin.tgid ? dc_filtered(task) : dc_filtered_cgroup(NULL);
 	}
 }
 
@@ -210,15 +216,19 @@ static __always_inline void on_complete(struct request *rq, unsigned int nr_byte
 		count(DC_BLK_CNT_NO_ISSUE);
 		return;
 	}
-	/* the agent's own requests (filter.exclude_self), like its syscalls */
-	if (agent_tgid && f->origin.tgid == agent_tgid) {
-		if (nr_bytes >= BPF_CORE_READ(rq, __data_len))
-			bpf_map_delete_elem(&inflight, &key);
-		return;
-	}
 	/* the tracepoint fires before the request is updated: __data_len is
 	 * what remained, so a completion of all of it is the last one */
 	final = nr_bytes >= BPF_CORE_READ(rq, __data_len);
+	/* the agent's own requests (filter.exclude_self), like its syscalls,
+	 * and those the filters leave out: timed for nothing, counted once */
+	if ((agent_tgid && f->origin.tgid == agent_tgid) || f->origin.filtered) {
+		if (!final)
+			return;
+		if (f->origin.filtered)
+			count(DC_BLK_CNT_FILTERED);
+		bpf_map_delete_elem(&inflight, &key);
+		return;
+	}
 	op = rq_op(rq);
 	k.dev = rq_dev(rq);
 	k.op = op;

@@ -183,8 +183,8 @@ struct walk {
 	__u32 off, flags;
 };
 
-/* One step up the tree; 1 ends the walk. */
-static __always_inline long walk_step(__u32 i, void *ctx)
+/* One step up the tree; 1 ends the walk. A bpf_loop callback: not inlined. */
+static long walk_step(__u32 i, void *ctx)
 {
 	/* locals: BPF_CORE_READ on w->x would relocate struct walk itself */
 	struct walk *w = ctx;
@@ -217,6 +217,12 @@ static __always_inline long walk_step(__u32 i, void *ctx)
 	if (!ev || off >= DC_PATH_MAX)
 		return 1;
 	name = BPF_CORE_READ(d, d_name.name);
+	/* Keeps the mask, which clang drops as implied by the check above; the
+	 * access then relies on the check reaching a copy of off refilled from
+	 * the stack, which verifiers before 6.9 (26b560765e67 "bpf: Assign ID
+	 * to scalars on spill") do not do: 6.1 refused the walk so when it was
+	 * inlined into the programs. */
+	barrier_var(off);
 	n = bpf_probe_read_kernel_str(&ev->buf[off & (DC_PATH_MAX - 1)], DC_PATH_NAME_MAX, name);
 	if (n <= 0)
 		return 1;
@@ -247,9 +253,9 @@ static __always_inline void send_path(struct file *f, __u32 dev, __u64 ino)
 	vm = BPF_CORE_READ(f, f_path.mnt);
 	w.mnt = (void *)vm - bpf_core_field_offset(struct mount, mnt);
 	w.mroot = BPF_CORE_READ(vm, mnt_root);
-	for (int i = 0; i < DC_PATH_DEPTH; i++)
-		if (walk_step(i, &w))
-			break;
+	/* bpf_loop, not a bounded for loop: 6.1's verifier walks every
+	 * iteration of that and gave up at its 1M-instruction limit */
+	bpf_loop(DC_PATH_DEPTH, walk_step, &w, 0);
 	off = w.off;
 	ev->ino = ino;
 	ev->dev = dev;
@@ -314,6 +320,7 @@ static __always_inline void file_enter(struct dc_file_stash *st, struct task_str
 	bool want_pos;
 
 	st->kind = kind;
+	st->fd = kind == DC_FK_NONE || kind == DC_FK_OPEN ? -1 : (__s32)a0;
 	if (kind == DC_FK_NONE || kind == DC_FK_OPEN)
 		return;
 	want_pos = kind == DC_FK_READ || kind == DC_FK_WRITE ||

@@ -11,6 +11,7 @@
 #include "datacrumbs/func.h"
 #include "datacrumbs/hist.h"
 #include "common.bpf.h"
+#include "filter.bpf.h"
 
 const volatile bool plain_updates = false;
 const volatile __u32 agent_tgid = 0;
@@ -30,6 +31,14 @@ DC_COUNTERS(fn_counters, DC_FN_CNT_MAX);
 
 #define count(which) dc_count(&fn_counters, (which))
 
+/* A return without its entry: a call in progress at attach, unless the
+ * filters left its entry out (nothing pushed, already counted there). */
+static __always_inline void fn_no_entry(struct task_struct *task)
+{
+	if (!dc_filtered(task))
+		count(DC_FN_CNT_NO_ENTRY);
+}
+
 static __always_inline void fn_entry(__u32 func)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -38,6 +47,10 @@ static __always_inline void fn_entry(__u32 func)
 
 	if (BPF_CORE_READ(task, tgid) == agent_tgid)
 		return;
+	if (dc_filtered(task)) {
+		count(DC_FN_CNT_FILTERED);
+		return;
+	}
 	st = bpf_task_storage_get(&fn_stack, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st)
 		return;
@@ -68,7 +81,7 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes)
 		return;
 	st = bpf_task_storage_get(&fn_stack, task, 0, 0);
 	if (!st || !st->depth) {
-		count(DC_FN_CNT_NO_ENTRY);
+		fn_no_entry(task);
 		return;
 	}
 	d = st->depth;
@@ -87,7 +100,7 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes)
 			if (found < 0 && i < (int)d && st->func[i] == func)
 				found = i;
 		if (found < 0) {
-			count(DC_FN_CNT_NO_ENTRY);
+			fn_no_entry(task);
 			return;
 		}
 		for (int i = 0; i < DC_FN_DEPTH; i++)
@@ -126,6 +139,10 @@ static __always_inline void fn_event(__u32 func)
 	k.tgid = BPF_CORE_READ(task, tgid);
 	if (k.tgid == agent_tgid)
 		return;
+	if (dc_filtered(task)) {
+		count(DC_FN_CNT_FILTERED);
+		return;
+	}
 	k.cgroup_id = bpf_get_current_cgroup_id();
 	k.func = func;
 	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);

@@ -19,6 +19,7 @@
 #include <bpf/bpf_core_read.h>
 #include "datacrumbs/pagecache.h"
 #include "common.bpf.h"
+#include "filter.bpf.h"
 
 const volatile bool plain_updates = false;
 const volatile __u32 agent_tgid = 0;
@@ -49,6 +50,12 @@ static __always_inline void account(int what, __u64 pages)
 	k.tgid = BPF_CORE_READ(task, mm) ? BPF_CORE_READ(task, tgid) : 0;
 	if (k.tgid && k.tgid == agent_tgid)
 		return;
+	/* kernel threads' activity (eviction, writeback) is attributed to no
+	 * process or cgroup, so no filter can name it */
+	if (k.tgid && dc_filtered(task)) {
+		dc_count(&pc_counters, DC_PC_CNT_FILTERED);
+		return;
+	}
 	k.cgroup_id = k.tgid ? bpf_get_current_cgroup_id() : 0;
 	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
 	if (!v) {

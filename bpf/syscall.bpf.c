@@ -23,7 +23,9 @@
 #include "datacrumbs/syscall.h"
 #include "datacrumbs/hist.h"
 #include "common.bpf.h"
+#include "filter.bpf.h"
 #include "file.bpf.h"
+#include "trace.bpf.h"
 
 /* Set before load by the agent; frozen afterwards. */
 const volatile __u32 agent_tgid = 0;
@@ -84,24 +86,36 @@ static __always_inline struct dc_stash *stash_get(struct task_struct *task, __u3
 	return bpf_map_lookup_elem(&stash_tid, &tid);
 }
 
-/* Consumes the entry this thread left for op (the file part into *fs);
- * false if there is none. */
-static __always_inline bool stash_take(struct task_struct *task, __u32 tid, __u32 op, __u64 *ts,
-				       __u64 *size, struct dc_file_stash *fs)
+enum { STASH_NONE, STASH_TAKEN, STASH_FILTERED };
+
+/* Consumes the entry this thread left for op (the file part into *fs). */
+static __always_inline int stash_take(struct task_struct *task, __u32 tid, __u32 op, __u64 *ts,
+				      __u64 *size, struct dc_file_stash *fs, __u32 *tr_seq)
 {
 	struct dc_stash *st = stash_get(task, tid, false);
 
-	if (!st || st->op != op || !st->ts)
-		return false;
+	if (!st || st->op != op)
+		return STASH_NONE;
+	if (st->filtered) {
+		if (use_task_storage)
+			st->filtered = 0;
+		else
+			bpf_map_delete_elem(&stash_tid, &tid);
+		return STASH_FILTERED;
+	}
+	if (!st->ts)
+		return STASH_NONE;
 	*ts = st->ts;
 	*size = st->size;
 	if (files_on)
 		*fs = st->f;
+	if (traces_on)
+		*tr_seq = use_task_storage ? ++st->tr_seen : trace_cpu_seq();
 	if (use_task_storage)
 		st->ts = 0;
 	else
 		bpf_map_delete_elem(&stash_tid, &tid);
-	return true;
+	return STASH_TAKEN;
 }
 
 static __always_inline __u32 lookup_op(long nr)
@@ -133,7 +147,24 @@ static __always_inline struct dc_stash *stash_open(struct task_struct *task, __u
 	}
 	st->op = op;
 	st->size = size;
+	st->filtered = 0;
 	return st;
+}
+
+/* A call of a process the filters leave out: counted as such, and only a
+ * mark for its exit, which then returns without taking it for a call in
+ * flight at attach (exit_without_entry). No time, no arguments, no file. */
+static __always_inline void stash_filtered(struct task_struct *task, __u32 op)
+{
+	struct dc_stash *st;
+
+	count(DC_CNT_FILTERED);
+	st = stash_get(task, use_task_storage ? 0 : (__u32)bpf_get_current_pid_tgid(), true);
+	if (!st)
+		return;
+	st->op = op;
+	st->ts = 0;
+	st->filtered = 1;
 }
 
 static __always_inline void stash_stamp(struct dc_stash *st)
@@ -165,6 +196,7 @@ static __always_inline void on_exit(long nr, long ret)
 	struct dc_agg_key key = {};
 	struct task_struct *task;
 	struct dc_file_stash fs = {}; /* clang spills undefined registers otherwise */
+	__u32 tr_seq = 0;
 	struct dc_agg_val *v;
 	__u64 ts, size, lat, bytes = 0;
 	bool sized = false;
@@ -177,7 +209,10 @@ static __always_inline void on_exit(long nr, long ret)
 	tgid = task->tgid;
 	if (tgid == agent_tgid)
 		return;
-	if (!stash_take(task, use_task_storage ? 0 : task->pid, op, &ts, &size, &fs)) {
+	switch (stash_take(task, use_task_storage ? 0 : task->pid, op, &ts, &size, &fs, &tr_seq)) {
+	case STASH_FILTERED:
+		return;
+	case STASH_NONE:
 		count(DC_CNT_NO_ENTRY);
 		return;
 	}
@@ -210,6 +245,20 @@ static __always_inline void on_exit(long nr, long ret)
 	if (sized) {
 		dc_add(&v->bytes, bytes);
 		dc_add(&v->size_hist[dc_hist_slot(bytes, DC_SIZE_SLOTS)], 1);
+	}
+	if (traces_on) {
+		enum trace_outcome o;
+
+		if (fs.kind == DC_FK_OPEN)
+			fs.fd = ret >= 0 ? (__s32)ret : -1;
+		o = trace_call(DC_LAYER_SYSCALL, op, ts, lat, tgid, task->pid, key.cgroup_id, &fs,
+			       sized ? bytes : size, ret, tr_seq);
+		if (o == TR_KEPT)
+			dc_add(&v->tr_kept, 1);
+		else if (o == TR_DROP)
+			dc_add(&v->tr_drop, 1);
+		else
+			dc_add(&v->tr_out, 1);
 	}
 }
 
@@ -252,6 +301,10 @@ int BPF_PROG(dc_enter_btf, struct pt_regs *regs, long nr)
 
 	if (!op)
 		return 0;
+	if (dc_filtered(task)) {
+		stash_filtered(task, op);
+		return 0;
+	}
 	st = stash_open(task, op, regs_size_arg(regs, size_src(op)));
 	if (!st)
 		return 0;
@@ -276,6 +329,10 @@ int BPF_PROG(dc_enter_raw, struct pt_regs *regs, long nr)
 
 	if (!op)
 		return 0;
+	if (dc_filtered(task)) {
+		stash_filtered(task, op);
+		return 0;
+	}
 	st = stash_open(task, op, regs_size_arg(regs, size_src(op)));
 	if (!st)
 		return 0;
@@ -303,6 +360,10 @@ int dc_enter_tp(struct trace_event_raw_sys_enter *ctx)
 
 	if (!op)
 		return 0;
+	if (dc_filtered(task)) {
+		stash_filtered(task, op);
+		return 0;
+	}
 	src = size_src(op);
 	st = stash_open(task, op,
 			src == DC_SZ_ARG1   ? a1

@@ -24,6 +24,7 @@
 #include "datacrumbs/hist.h"
 #include "datacrumbs/uring.h"
 #include "common.bpf.h"
+#include "filter.bpf.h"
 
 /* io_uring UAPI CQE flags */
 #define CQE_F_MORE  (1U << 1) /* more CQEs will follow for this request */
@@ -63,6 +64,11 @@ static __always_inline void submit(void *req, __u8 opcode)
 	in.tgid = bpf_get_current_pid_tgid() >> 32;
 	if (in.tgid == agent_tgid)
 		return;
+	/* not remembered: the in-flight LRU stays for the requests counted */
+	if (dc_filtered(bpf_get_current_task_btf())) {
+		dc_count(&ur_counters, DC_UR_CNT_FILTERED);
+		return;
+	}
 	in.ts = bpf_ktime_get_ns();
 	in.cgroup_id = bpf_get_current_cgroup_id();
 	in.opcode = opcode;
@@ -83,8 +89,11 @@ static __always_inline void complete(void *req, __s32 res, __u32 cflags)
 		return;
 	in = bpf_map_lookup_elem(&inflight, &key);
 	if (!in) {
-		/* the agent's own requests were never remembered */
-		if ((__u32)(bpf_get_current_pid_tgid() >> 32) != agent_tgid)
+		/* the agent's own requests and filtered ones were never
+		 * remembered; completions run in the submitter's process (its
+		 * task work, its io-wq or SQPOLL threads), so it can tell */
+		if ((__u32)(bpf_get_current_pid_tgid() >> 32) != agent_tgid &&
+		    !dc_filtered(bpf_get_current_task_btf()))
 			dc_count(&ur_counters, DC_UR_CNT_NO_SUBMIT);
 		return;
 	}

@@ -10,8 +10,8 @@ groups=("$@")
 
 build_pkgs=(gcc libc6-dev linux-libc-dev pkg-config meson ninja-build clang bpftool
             libbpf-dev libelf-dev zlib1g-dev libsystemd-dev libconfig-dev librdkafka-dev libzstd-dev)
-test_pkgs=(python3 jq clang-format kcat qemu-system-x86 cpio)
-bench_pkgs=(bpftrace)
+test_pkgs=(python3 jq clang-format kcat qemu-system-x86 cpio zstd e2fsprogs)  # zstd: decode trace files independently; e2fsprogs: the ext4 test
+bench_pkgs=(bpftrace e2fsprogs mount)  # mount: losetup; e2fsprogs: mkfs.ext4 (layers_bench.py)
 
 pkgs=()
 for g in "${groups[@]}"; do

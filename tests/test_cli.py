@@ -59,6 +59,28 @@ c.check(rc == 2 and ":1:" in err and "category" in err, "library without a categ
 p = conf('probes = { libraries = ( { path = "/lib/libc.so.6"; category = "libc"; functions = ["read"]; colour = "x"; } ); };\n')
 rc, out, err = run("--check-config=" + p)
 c.check(rc == 2 and "colour" in err, "unknown key in a library refused (%r)" % err)
+p = conf('filter = { exclude_comms = ["kworker", "a-name-of-16-byt"]; };\n')
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and ":1:" in err and "filter.exclude_comms" in err and "longer than 15" in err,
+        "a comm longer than the kernel keeps refused (%r)" % err)
+p = conf('filter = { include_uids = [1000, -5]; };\n')
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and "filter.include_uids" in err and "out of range" in err,
+        "a negative uid refused (%r)" % err)
+p = conf('filter = { exclude_uids = ["root"]; };\n')
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and "filter.exclude_uids" in err and "not an integer" in err,
+        "a uid by name refused (%r)" % err)
+# cgroup paths resolve when the agent starts, before any probe loads
+missing_cg = "/dc-cli-no-such-cgroup-%d/job" % os.getpid()
+p = conf('filter = { include_cgroups = ["%s"]; };\n' % missing_cg)
+rc, out, err = run("--config", p, "--output", os.path.join(tmp, "out.jsonl"), "--duration", "1")
+c.check(rc == 2 and "filter.include_cgroups" in err and missing_cg in err,
+        "a cgroup that does not exist: exit 2, key and path named (%r)" % err)
+p = conf('filter = { exclude_cgroups = ["system.slice"]; };\n')
+rc, out, err = run("--config", p, "--output", os.path.join(tmp, "out.jsonl"), "--duration", "1")
+c.check(rc == 2 and "filter.exclude_cgroups" in err and "absolute" in err,
+        "a relative cgroup path: exit 2 (%r)" % err)
 rc, out, err = run("--check-config=" + os.path.join(tmp, "missing.conf"))
 c.check(rc == 2 and "missing.conf" in err and "No such file" in err, "missing file named (%r)" % err)
 rc, out, err = run("--help-config")

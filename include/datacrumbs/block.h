@@ -49,7 +49,7 @@ struct dc_blk_val {
 struct dc_blk_origin {
 	__u64 cgroup_id;
 	__u32 tgid;
-	__u32 pad;
+	__u32 filtered; /* left out by filter.*: its completion is not counted */
 };
 
 /* A request in flight. */
@@ -67,7 +67,8 @@ enum dc_blk_counter {
 	/* a request issued whose completion the kernel never reported (its
 	 * struct was reused, or the agent swept it after 30 s): not counted */
 	DC_BLK_CNT_UNSEEN = 4,
-	DC_BLK_CNT_MAX = 5,
+	DC_BLK_CNT_FILTERED = 5, /* requests of processes (cgroups) left out by filter.* */
+	DC_BLK_CNT_MAX = 6,
 };
 
 #endif

@@ -92,6 +92,8 @@ struct dc_file_stash {
 	__u8 blkbits;
 	__u8 has_buf;
 	__u8 pad;
+	__s32 fd; /* for traces; the returned one for the open family */
+	__u32 pad2;
 };
 
 /*

@@ -46,7 +46,8 @@ enum dc_fn_counter {
 	DC_FN_CNT_TOO_DEEP = 1, /* nesting deeper than DC_FN_DEPTH: not timed */
 	DC_FN_CNT_NO_ENTRY = 2, /* return without its entry (attached mid-call) */
 	DC_FN_CNT_ORPHAN = 3,	/* entries whose return never came, dropped from the stack */
-	DC_FN_CNT_MAX = 4,
+	DC_FN_CNT_FILTERED = 4, /* calls of processes left out by filter.* */
+	DC_FN_CNT_MAX = 5,
 };
 
 /* The cookie of each attachment: function index, and whether its return

@@ -27,7 +27,8 @@ struct dc_pc_val {
 
 enum dc_pc_counter {
 	DC_PC_CNT_AGG_FULL = 0, /* key did not fit: counted in pc_overflow */
-	DC_PC_CNT_MAX = 1,
+	DC_PC_CNT_FILTERED = 1, /* events of processes left out by filter.* */
+	DC_PC_CNT_MAX = 2,
 };
 
 #endif

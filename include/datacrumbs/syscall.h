@@ -19,7 +19,7 @@
 #include "datacrumbs/ops.h"
 #include "datacrumbs/file.h"
 
-#define DC_SYSCALL_ABI 2 /* 2: dc_proc gained uid and exe */
+#define DC_SYSCALL_ABI 3 /* 2: dc_proc gained uid and exe; 3: DC_CNT_FILTERED */
 
 /*
  * Syscall numbers the BPF side can map to an operation. 512 covers every
@@ -55,6 +55,10 @@ struct dc_agg_val {
 	__u64 time_ns;
 	__u32 lat_hist[DC_LAT_SLOTS];
 	__u32 size_hist[DC_SIZE_SLOTS];
+	/* sampled traces (bpf/trace.bpf.h): each call is exactly one of these
+	 * when traces are on, so count = kept + sampled out + dropped */
+	__u32 tr_kept, tr_out, tr_drop;
+	__u32 pad;
 } __attribute__((aligned(8)));
 
 /* What sys_enter leaves for sys_exit, one per thread. */
@@ -62,8 +66,10 @@ struct dc_stash {
 	__u64 ts;   /* bpf_ktime_get_ns() at entry; 0 = consumed */
 	__u64 size; /* the size argument for DC_SZ_ARG* ops */
 	__u32 op;
-	__u32 pad;
+	__u32 filtered;		/* the entry was left out by filter.*: its exit returns quietly */
 	struct dc_file_stash f; /* the file layer's part (bpf/file.bpf.h) */
+	__u32 tr_seen;		/* traces: this thread's calls, for 1-in-N (never reset) */
+	__u32 pad2;
 };
 
 /* Process identity captured in the kernel when a process first shows up in a
@@ -89,7 +95,8 @@ enum dc_syscall_counter {
 	DC_CNT_STASH_FAIL = 1, /* no room to remember the entry time: call not counted */
 	DC_CNT_NO_ENTRY = 2,   /* exit seen without its entry (attached mid-call): not counted */
 	DC_CNT_PROC_FAIL = 3,  /* could not record the process comm: record says "?" */
-	DC_CNT_MAX = 4,
+	DC_CNT_FILTERED = 4,   /* calls of processes left out by filter.*: not a loss */
+	DC_CNT_MAX = 5,
 };
 
 #endif

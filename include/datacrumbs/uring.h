@@ -76,7 +76,8 @@ enum dc_uring_counter {
 	DC_UR_CNT_AGG_FULL = 0,	     /* key did not fit: counted in ur_overflow */
 	DC_UR_CNT_NO_SUBMIT = 1,     /* completion without its submission: not counted */
 	DC_UR_CNT_INFLIGHT_FULL = 2, /* submission not remembered: its completion is lost */
-	DC_UR_CNT_MAX = 3,
+	DC_UR_CNT_FILTERED = 3,	     /* submissions of processes left out by filter.* */
+	DC_UR_CNT_MAX = 4,
 };
 
 #endif

@@ -27,6 +27,10 @@ class Agent:
         self.tmp = tempfile.mkdtemp(prefix="dc-test-")
         self.out = os.path.join(self.tmp, "records.jsonl")
         self.conf = os.path.join(self.tmp, "datacrumbs.conf")
+        if "traces" not in config_text:
+            # sampled traces are on by default: keep their files in the test's directory
+            config_text += '\ntraces = { output = { dir = "%s"; }; };\n' % os.path.join(
+                self.tmp, "traces")
         with open(self.conf, "w") as f:
             f.write(config_text)
         sock_path = os.path.join(self.tmp, "notify")

@@ -542,6 +542,150 @@ def scenario_jobs(agent_bin, wl_bin):
     c.done()
 
 
+def scenario_filters(agent_bin, wl_bin):
+    """filter.*: a process left out has no record at all, from any layer,
+    and costs no loss counter; a process kept is counted exactly.
+
+    Run 1 includes one cgroup: a workload in a cgroup below it is counted
+    (subtree match), one beside it, and an io_uring one beside it, are not.
+    Run 2 excludes a comm and a uid: each such workload vanishes, a third
+    one stays exact."""
+    root = cgroup2_root()
+    if not root:
+        print("SKIP: no cgroup2 mount: cgroup filters cannot be tested", flush=True)
+        sys.exit(77)
+    c = Checks()
+    base = "dc-test-filters-%d" % os.getpid()
+    inside, outside = os.path.join(root, base, "in", "deep"), os.path.join(root, base, "out")
+    made = [inside, outside]
+    # a disk file system: the workloads' writes dirty page-cache pages and
+    # their fsyncs submit bios, so the page-cache and block filters are
+    # exercised too ("no records at all" covers every layer)
+    tmp = tempfile.mkdtemp(prefix="dc-flt-", dir="/var/tmp")
+    os.chmod(tmp, 0o777)  # the workload running as nobody writes there too
+    agents = []
+
+    def spawn(cgroup=None, uid=0, **kw):
+        def enter():
+            if cgroup:
+                with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+                    f.write("0")
+            if uid:
+                os.setgroups([])
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+        cmd = [wl_bin]
+        for k, v in kw.items():
+            cmd += ["--" + k.replace("_", "-"), str(v)]
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, preexec_fn=enter)
+
+    def none_of(recs, pid, label):
+        # what each stray record carries names the layer that let it through
+        mine = [(r["type"], sorted(k for k in ("ops", "functions", "io_uring", "block")
+                                   if r.get(k)) + sorted(r.get("functions", {}))[:3])
+                for r in recs if r.get("pid") == pid]
+        c.eq(mine, [], "%s: no records at all" % label)
+
+    def total(agent_recs, *path):
+        n = 0
+        for r in agent_recs:
+            for k in path:
+                r = r[k]
+            n += r
+        return n
+
+    try:
+        for path in made:
+            os.makedirs(path)
+        # run 1: include one cgroup (the workload sits one level below it);
+        # libc's pwrite probed too, for the function layers' filter
+        a = Agent(agent_bin, 'interval = 0.2;\nfilter = { include_cgroups = ["/%s/in"]; };\n'
+                  'probes = { libraries = ( { path = "%s"; category = "libc"; '
+                  'functions = ["pwrite*"]; bytes = ["pwrite"]; } ); };\n'
+                  % (base, libc_path(wl_bin)))
+        agents.append(a)
+        p_in = dict(iters=400, threads=2, size=4096, fsyncs=2, dir=tmp)
+        p_out = dict(iters=400, threads=2, size=4096, fsyncs=2, dir=tmp)
+        p_ur = dict(uring=1, iters=200, size=4096, bad_reads=1, dir=tmp)
+        pid_in = workload_pid(spawn(inside, comm="flt-in", **p_in))
+        pid_out = workload_pid(spawn(outside, comm="flt-out", **p_out))
+        pid_ur = workload_pid(spawn(outside, comm="flt-out-ur", **p_ur))
+        c.eq(a.stop(), 0, "run 1: agent exits 0")
+        recs = a.records()
+        check_schema(c, recs)
+        check_exact(c, recs, pid_in, p_in, "included cgroup's descendant")
+        none_of(recs, pid_out, "process beside the included cgroup")
+        none_of(recs, pid_ur, "io_uring process beside the included cgroup")
+        pw = sum(r["functions"].get("pwrite-libc", {}).get("count", 0) for r in recs
+                 if r["type"] == "features" and r["pid"] == pid_in)
+        c.eq(pw, p_in["threads"] * p_in["iters"], "included: its library calls counted exactly")
+        ag = [r for r in recs if r["type"] == "agent"]
+        out_calls = sum(n for n, _, _ in expected_ops(**p_out).values())
+        filtered = total(ag, "filtered")
+        c.check(filtered >= out_calls,
+                "the agent record counts the calls left out: %d >= %d" % (filtered, out_calls))
+        # a filtered entry leaves a mark for its exit: without it, every
+        # call left out would come back as an exit without entry
+        noentry = total(ag, "drops", "exit_without_entry")
+        c.check(noentry < out_calls,
+                "calls left out are not exits without entry (%d, %d left out)"
+                % (noentry, out_calls))
+        ur_reqs = 2 * p_ur["iters"] + p_ur["bad_reads"] + 1
+        c.check(total(ag, "io_uring", "filtered") >= ur_reqs,
+                "io_uring requests left out counted: %d >= %d"
+                % (total(ag, "io_uring", "filtered"), ur_reqs))
+        c.eq(total(ag, "io_uring", "drops", "completion_without_submit") < ur_reqs, True,
+             "io_uring completions of requests left out are not counted as without submission")
+        c.check(total(ag, "page_cache", "filtered") > 0, "page-cache events left out counted")
+        c.check(total(ag, "block", "filtered") > 0, "block requests left out counted")
+        pw_out = p_out["threads"] * p_out["iters"]
+        c.check(total(ag, "libraries", "filtered") >= pw_out,
+                "library calls left out counted: %d >= %d"
+                % (total(ag, "libraries", "filtered"), pw_out))
+        c.check(total(ag, "libraries", "drops", "return_without_entry") < pw_out,
+                "their returns are not returns without entry (%d)"
+                % total(ag, "libraries", "drops", "return_without_entry"))
+
+        # run 2: exclude a comm and a uid; the entry stash in the per-thread
+        # hash this time (its filtered mark is an entry deleted at exit)
+        a = Agent(agent_bin, 'interval = 0.2;\nfilter = { exclude_comms = ["flt-skip"]; '
+                  'exclude_uids = [65534]; };\n'
+                  'probes = { syscall = { entry_stash = "hash"; }; };\n')
+        agents.append(a)
+        p = dict(iters=300, threads=2, size=2048, dir=tmp)
+        pid_comm = workload_pid(spawn(comm="flt-skip", **p))
+        pid_uid = workload_pid(spawn(uid=65534, comm="flt-nobody", **p))
+        pid_keep = workload_pid(spawn(comm="flt-keep", **p))
+        c.eq(a.stop(), 0, "run 2: agent exits 0")
+        recs = a.records()
+        check_schema(c, recs)
+        none_of(recs, pid_comm, "excluded comm")
+        none_of(recs, pid_uid, "excluded uid")
+        check_exact(c, recs, pid_keep, p, "neither excluded")
+        ag = [r for r in recs if r["type"] == "agent"]
+        calls = sum(n for n, _, _ in expected_ops(**p).values())
+        c.check(total(ag, "filtered") >= 2 * calls,
+                "both exclusions counted: %d >= %d" % (total(ag, "filtered"), 2 * calls))
+        noentry = total(ag, "drops", "exit_without_entry")
+        c.check(noentry < calls, "hash stash: calls left out are not exits without entry (%d)"
+                % noentry)
+    finally:
+        for a in agents:
+            if a.proc.poll() is None:
+                a.proc.kill()
+                a.proc.wait()
+        for path in made:
+            while path != root:
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    break
+                path = os.path.dirname(path)
+        subprocess.run(["rm", "-rf", tmp])
+    c.check(not os.path.exists(os.path.join(root, base)), "test cgroups removed")
+    c.done()
+
+
 def main():
     scenario, agent_bin, wl_bin = sys.argv[1:4]
     require_root()
@@ -566,6 +710,8 @@ def main():
         return scenario_exact(agent_bin, wl_bin, maps='maps = { layout = "shared"; };\n')
     if scenario == "jobs":
         return scenario_jobs(agent_bin, wl_bin)
+    if scenario == "filters":
+        return scenario_filters(agent_bin, wl_bin)
     {"exact": scenario_exact, "overflow": scenario_overflow, "sigterm": scenario_sigterm,
      "duration": scenario_sigint_duration}[scenario](agent_bin, wl_bin)
 

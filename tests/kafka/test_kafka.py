@@ -16,7 +16,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bpf"))
 from agentlib import Agent, Checks, require_root, run_workload, workload_pid  # noqa: E402
 
-TOPICS = ["datacrumbs.features", "datacrumbs.agent"]
+TOPICS = ["datacrumbs.features", "datacrumbs.agent", "datacrumbs.traces"]
 
 
 class Broker:
@@ -51,9 +51,13 @@ def consume(bootstrap, topic):
     return msgs
 
 
-def conf(bootstrap, spool, interval=0.2, extra="", out='output = { path = ""; };', spool_extra=""):
-    return ('interval = %s;\n%s\nkafka = { brokers = "%s"; %s };\nspool = { dir = "%s"; %s };\n'
-            % (interval, out, bootstrap, extra, spool, spool_extra))
+def conf(bootstrap, spool, interval=0.2, extra="", out='output = { path = ""; };', spool_extra="",
+         traces=False):
+    # the feature-path scenarios count windows and segments: trace batches
+    # (their own segments) are tested in scenario_traces
+    return ('interval = %s;\n%s\nkafka = { brokers = "%s"; %s };\nspool = { dir = "%s"; %s };\n%s'
+            % (interval, out, bootstrap, extra, spool, spool_extra,
+               "" if traces else "traces = { enable = false; };\n"))
 
 
 def windows_by_run(msgs):
@@ -85,11 +89,14 @@ def spool_bytes(spool):
 
 
 def check_dups(c, msgs, label):
-    """A duplicate is the same (host, run, window, type, pid, cgroup) with the same payload."""
+    """A duplicate is the same (host, run, window, type, pid, cgroup, device, file) with the
+    same payload."""
     seen, bad, dups = {}, 0, 0
     for m in msgs:
         r = m["rec"]
-        k = (r["host"], r["run"], r["window"], r["type"], r.get("pid"), r.get("cgroup_id"))
+        # a window has one record per process, per device, per (process, file)
+        k = (r["host"], r["run"], r["window"], r["type"], r.get("pid"), r.get("cgroup_id"),
+             r.get("dev"), r.get("ino"), r.get("fhash"))
         if k in seen:
             dups += 1
             bad += seen[k] != m["payload"]
@@ -268,7 +275,9 @@ def scenario_spool_full(agent_bin, wl_bin, mock_bin):
     tmp = tempfile.mkdtemp(prefix="dc-kafka-")
     b = Broker(mock_bin)
     spool = os.path.join(tmp, "spool")
-    a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.02, spool_extra="max_mib = 1;"))
+    # short windows fill the spool fast; each window close waits an RCU grace
+    # period per probe family (about 10 ms here), so not shorter than this
+    a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.1, spool_extra="max_mib = 1;"))
     b.cmd("down")
     # many short processes: many feature records per window. Go on until the
     # spool has come near its bound, then 3 s more, so shedding must happen.
@@ -328,11 +337,71 @@ def scenario_config(agent_bin, wl_bin, mock_bin):
     c.done()
 
 
+def consume_binary(bootstrap, topic):
+    """Raw payloads of a topic (zstd frames), length-prefixed by kcat's %R."""
+    out = subprocess.run(["kcat", "-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e",
+                          "-q", "-f", "%R%s"], capture_output=True, timeout=60)
+    data, msgs, i = out.stdout, [], 0
+    while i + 4 <= len(data):
+        n = int.from_bytes(data[i:i + 4], "big")
+        msgs.append(data[i + 4:i + 4 + n])
+        i += 4 + n
+    return msgs
+
+
+def scenario_traces(agent_bin, wl_bin, mock_bin):
+    """Trace batches: one message per window on the traces topic, each a zstd
+    frame that decodes alone (zstd CLI) to self-describing NDJSON, the same
+    bytes as the local trace files."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    tdir = os.path.join(tmp, "traces")
+    a = Agent(agent_bin, conf(b.bootstrap, spool, out="", traces=True) +
+              'traces = { output = { dir = "%s"; }; sampling = { one_in_n = 10; rate = 0; }; };\n'
+              % tdir)
+    workload_pid(run_workload(wl_bin, iters=2000, threads=1, dir=tmp))
+    time.sleep(0.5)
+    c.eq(a.stop(), 0, "agent exits 0")
+    frames = consume_binary(b.bootstrap, "datacrumbs.traces")
+    meta = subprocess.run(["kcat", "-b", b.bootstrap, "-C", "-t", "datacrumbs.traces", "-o",
+                           "beginning", "-e", "-q", "-f", "%h\n"], capture_output=True, text=True,
+                          timeout=60).stdout.splitlines()
+    c.check(len(frames) > 0, "trace batches arrived (%d)" % len(frames))
+    c.check(all("content-encoding=zstd" in h and "type=trace" in h for h in meta),
+            "headed type=trace, content-encoding=zstd")
+    events = 0
+    self_describing = True
+    for fr in frames:
+        out = subprocess.run(["zstd", "-dc"], input=fr, capture_output=True)
+        if out.returncode:
+            c.check(False, "a message decodes alone: %s" % out.stderr.decode())
+            break
+        named = set()
+        for line in out.stdout.decode().splitlines():
+            r = json.loads(line)
+            if r.get("name") == "FH":
+                named.add(r["args"]["value"])
+            elif r.get("ph") == "X":
+                events += 1
+                if "fhash" in r["args"] and r["args"]["fhash"] not in named:
+                    self_describing = False
+    c.check(events > 0, "every message decodes alone with the zstd tool (%d events)" % events)
+    c.check(self_describing, "each message names its files before using them")
+    local = b"".join(open(f, "rb").read() for f in sorted(
+        os.path.join(tdir, x) for x in os.listdir(tdir)))
+    c.eq(b"".join(frames), local, "the messages are the local trace files' frames, in order")
+    b.close()
+    c.done()
+
+
 def main():
     scenario, agent_bin, wl_bin, mock_bin = sys.argv[1:5]
     require_root()
     {"deliver": scenario_deliver, "outage": scenario_outage, "kill9": scenario_kill9,
-     "corrupt": scenario_corrupt, "config": scenario_config, "spool-full": scenario_spool_full}[scenario](agent_bin, wl_bin, mock_bin)
+     "corrupt": scenario_corrupt, "config": scenario_config, "spool-full": scenario_spool_full,
+     "traces": scenario_traces}[scenario](agent_bin, wl_bin, mock_bin)
 
 
 if __name__ == "__main__":

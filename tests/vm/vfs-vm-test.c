@@ -6,7 +6,9 @@
  * then for each mechanism attaches the VFS probes (agent/probe-vfs.c, the
  * agent's own code), makes an exactly known set of calls, drains one window
  * and compares. Prints "VMTEST <mechanism> PASS|FAIL ..." lines, then
- * "VMTEST DONE", and powers the VM off.
+ * "VMTEST DONE", and powers the VM off. The same boot then proves the
+ * system-call programs with the file layer (syscall-vm-test.c): one boot,
+ * because a boot under TCG is most of the test's time.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +23,7 @@
 
 #include "datacrumbs/vfs.h"
 #include "probe-vfs.h"
+#include "vm-test.h"
 
 #define N  100
 #define SZ 4096
@@ -109,6 +112,11 @@ int main(void)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	failed |= run("fentry");
 	failed |= run("kprobe");
+	failed |= syscall_vm_run("tp_btf", "auto");
+	failed |= syscall_vm_run("raw_tp", "auto");
+	failed |= syscall_vm_run("tracepoint", "auto");
+	/* the per-thread hash, for kernels without task storage (< 5.11) */
+	failed |= syscall_vm_run("tp_btf", "hash");
 	printf("VMTEST DONE %s\n", failed ? "FAIL" : "PASS");
 	if (getpid() == 1) {
 		sync();

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "tracefmt.h"
+
+#define BATCH_KEEP_BYTES (2u << 20)
+
+static size_t hash_slot(uint64_t v, size_t cap)
+{
+	return (size_t)((v * 0x9E3779B97F4A7C15ULL) >> 20) & (cap - 1);
+}
+
+static bool set_put(uint64_t *slot, size_t cap, uint64_t v)
+{
+	for (size_t i = hash_slot(v, cap);; i = (i + 1) & (cap - 1)) {
+		if (slot[i] == v)
+			return false;
+		if (!slot[i]) {
+			slot[i] = v;
+			return true;
+		}
+	}
+}
+
+bool u64set_add(struct u64set *s, uint64_t v)
+{
+	if (!v)
+		return false;
+	if ((s->used + 1) * 2 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		uint64_t *n = calloc(cap, sizeof(*n));
+
+		if (!n)
+			return false;
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->slot[i])
+				set_put(n, cap, s->slot[i]);
+		free(s->slot);
+		s->slot = n;
+		s->cap = cap;
+	}
+	if (!set_put(s->slot, s->cap, v))
+		return false;
+	s->used++;
+	return true;
+}
+
+bool u64set_has(const struct u64set *s, uint64_t v)
+{
+	if (!v || !s->cap)
+		return false;
+	for (size_t i = hash_slot(v, s->cap);; i = (i + 1) & (s->cap - 1)) {
+		if (s->slot[i] == v)
+			return true;
+		if (!s->slot[i])
+			return false;
+	}
+}
+
+void u64set_clear(struct u64set *s)
+{
+	if (s->slot)
+		memset(s->slot, 0, s->cap * sizeof(*s->slot));
+	s->used = 0;
+}
+
+void u64set_free(struct u64set *s)
+{
+	free(s->slot);
+	*s = (struct u64set){};
+}
+
+const char *trace_layer_name(unsigned layer)
+{
+	switch (layer) {
+	case DC_LAYER_SYSCALL:
+		return "syscall";
+	default:
+		return "unknown";
+	}
+}
+
+/* Decimal without printf: the event path runs up to a million times a second. */
+static void put_u64(struct dc_buf *b, uint64_t v)
+{
+	char t[24];
+	int n = 0;
+
+	do {
+		t[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if (buf_grow(b, (size_t)n) < 0)
+		return;
+	while (n)
+		b->data[b->len++] = t[--n];
+}
+
+static void put_i64(struct dc_buf *b, int64_t v)
+{
+	if (v < 0) {
+		buf_putc(b, '-');
+		put_u64(b, (uint64_t)0 - (uint64_t)v);
+	} else
+		put_u64(b, (uint64_t)v);
+}
+
+static void put_hex16(struct dc_buf *b, uint64_t v)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	if (buf_grow(b, 18) < 0)
+		return;
+	b->data[b->len++] = '"';
+	for (int i = 15; i >= 0; i--)
+		b->data[b->len++] = hex[(v >> (i * 4)) & 15];
+	b->data[b->len++] = '"';
+}
+
+#define LIT(b, s) buf_put((b), (s), sizeof(s) - 1)
+
+/* "dur" in microseconds with the nanoseconds as decimals: Chrome's unit,
+ * without the rounding of sub-microsecond calls to 0. */
+static void put_us3(struct dc_buf *b, uint64_t ns)
+{
+	char frac[4] = {(char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10),
+			(char)('0' + ns % 10), 0};
+
+	put_u64(b, ns / 1000);
+	buf_putc(b, '.');
+	buf_put(b, frac, 3);
+}
+
+static void meta_host(struct trace_batch *b, const struct trace_host *h)
+{
+	struct dc_json j;
+
+	json_init(&j, &b->meta);
+	json_obj_begin(&j);
+	json_key(&j, "name");
+	json_str(&j, "HH");
+	json_key(&j, "cat");
+	json_str(&j, "dftracer");
+	json_key(&j, "ph");
+	json_str(&j, "M");
+	json_key(&j, "args");
+	json_obj_begin(&j);
+	json_key(&j, "name");
+	json_str(&j, h->name);
+	json_key(&j, "value");
+	put_hex16(&b->meta, h->hhash);
+	j.first[j.depth] = false;
+	json_obj_end(&j);
+	json_obj_end(&j);
+	buf_putc(&b->meta, '\n');
+	b->n_meta++;
+}
+
+static void meta_file(struct trace_batch *b, const struct trace_host *h, uint64_t fhash,
+		      const char *path)
+{
+	struct dc_json j;
+
+	json_init(&j, &b->meta);
+	json_obj_begin(&j);
+	json_key(&j, "name");
+	json_str(&j, "FH");
+	json_key(&j, "cat");
+	json_str(&j, "dftracer");
+	json_key(&j, "ph");
+	json_str(&j, "M");
+	json_key(&j, "args");
+	json_obj_begin(&j);
+	json_key(&j, "hhash");
+	put_hex16(&b->meta, h->hhash);
+	j.first[j.depth] = false;
+	json_key(&j, "name");
+	json_str(&j, path);
+	json_key(&j, "value");
+	put_hex16(&b->meta, fhash);
+	json_obj_end(&j);
+	json_obj_end(&j);
+	buf_putc(&b->meta, '\n');
+	b->n_meta++;
+}
+
+static void meta_process(struct trace_batch *b, uint32_t pid, const char *comm)
+{
+	struct dc_json j;
+
+	json_init(&j, &b->meta);
+	json_obj_begin(&j);
+	json_key(&j, "name");
+	json_str(&j, "process_name");
+	json_key(&j, "ph");
+	json_str(&j, "M");
+	json_key(&j, "pid");
+	json_u64(&j, pid);
+	json_key(&j, "args");
+	json_obj_begin(&j);
+	json_key(&j, "name");
+	json_str(&j, comm);
+	json_obj_end(&j);
+	json_obj_end(&j);
+	buf_putc(&b->meta, '\n');
+	b->n_meta++;
+}
+
+bool trace_batch_knows_pid(const struct trace_batch *b, uint32_t pid)
+{
+	return u64set_has(&b->pids, (uint64_t)pid + 1);
+}
+
+void trace_batch_add(struct trace_batch *b, const struct trace_host *h, const struct dc_trace_ev *e,
+		     const struct trace_names *n, int64_t realtime_off_ns, uint64_t id)
+{
+	struct dc_buf *o = &b->events;
+	uint64_t ts = (uint64_t)((int64_t)e->ts_ns + realtime_off_ns);
+
+	if (!b->host_done) {
+		meta_host(b, h);
+		b->host_done = true;
+	}
+	if (u64set_add(&b->pids, (uint64_t)e->pid + 1) && n->comm)
+		meta_process(b, e->pid, n->comm);
+	if (n->fhash && n->path && u64set_add(&b->fhashes, n->fhash))
+		meta_file(b, h, n->fhash, n->path);
+
+	LIT(o, "{\"id\":");
+	put_u64(o, id);
+	LIT(o, ",\"name\":\"");
+	buf_put(o, n->op, strlen(n->op)); /* op names are ours: no escaping needed */
+	LIT(o, "\",\"cat\":\"");
+	buf_put(o, trace_layer_name(e->layer), strlen(trace_layer_name(e->layer)));
+	LIT(o, "\",\"pid\":");
+	put_u64(o, e->pid);
+	LIT(o, ",\"tid\":");
+	put_u64(o, e->tid);
+	LIT(o, ",\"ts\":");
+	put_u64(o, ts / 1000);
+	LIT(o, ",\"dur\":");
+	put_us3(o, e->dur_ns);
+	LIT(o, ",\"ph\":\"X\",\"args\":{\"hhash\":");
+	put_hex16(o, h->hhash);
+	if (n->fhash) {
+		LIT(o, ",\"fhash\":");
+		put_hex16(o, n->fhash);
+	}
+	if (e->fd >= 0) {
+		LIT(o, ",\"fd\":");
+		put_i64(o, e->fd);
+	}
+	LIT(o, ",\"size\":");
+	put_u64(o, e->size);
+	if (e->flags & DC_TEV_OFFSET) {
+		LIT(o, ",\"offset\":");
+		put_u64(o, e->offset);
+	}
+	LIT(o, ",\"ret\":");
+	put_i64(o, e->ret);
+	LIT(o, ",\"weight\":");
+	put_u64(o, e->weight);
+	LIT(o, ",\"cpu\":");
+	put_u64(o, e->cpu);
+	LIT(o, ",\"cgroup_id\":");
+	put_u64(o, e->cgroup_id);
+	if (e->flags & DC_TEV_SLOW)
+		LIT(o, ",\"slow\":true");
+	if (e->flags & DC_TEV_FULL)
+		LIT(o, ",\"full\":true");
+	LIT(o, "}}\n");
+	b->n_events++;
+	b->weight_sum += e->weight;
+}
+
+int trace_batch_seal(struct trace_batch *b, int level, struct dc_buf *out, size_t *raw_len)
+{
+	size_t raw = b->meta.len + b->events.len, bound = ZSTD_compressBound(raw), n;
+	ZSTD_inBuffer in;
+	ZSTD_outBuffer zo;
+	ZSTD_CCtx *cc;
+	int r = 0;
+
+	*raw_len = raw;
+	buf_reset(out);
+	if (b->meta.err || b->events.err || buf_grow(out, bound) < 0)
+		return -ENOMEM;
+	cc = ZSTD_createCCtx();
+	if (!cc)
+		return -ENOMEM;
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+	ZSTD_CCtx_setPledgedSrcSize(cc, raw);
+	zo = (ZSTD_outBuffer){out->data, out->cap, 0};
+	/* metadata, then events: one frame, so one decompression gives both in order */
+	in = (ZSTD_inBuffer){b->meta.data, b->meta.len, 0};
+	n = ZSTD_compressStream2(cc, &zo, &in, ZSTD_e_continue);
+	if (!ZSTD_isError(n)) {
+		in = (ZSTD_inBuffer){b->events.data, b->events.len, 0};
+		n = ZSTD_compressStream2(cc, &zo, &in, ZSTD_e_end);
+	}
+	if (ZSTD_isError(n) || n != 0)
+		r = -EIO;
+	else
+		out->len = zo.pos;
+	ZSTD_freeCCtx(cc);
+	/* a burst's buffers go back to the system, not into the agent's RSS
+	 * for the rest of its life */
+	if (b->events.cap > BATCH_KEEP_BYTES)
+		buf_free(&b->events);
+	if (b->meta.cap > BATCH_KEEP_BYTES)
+		buf_free(&b->meta);
+	buf_reset(&b->meta);
+	buf_reset(&b->events);
+	u64set_clear(&b->pids);
+	u64set_clear(&b->fhashes);
+	b->n_events = b->n_meta = b->weight_sum = 0;
+	b->host_done = false;
+	return r;
+}
+
+void trace_batch_free(struct trace_batch *b)
+{
+	buf_free(&b->meta);
+	buf_free(&b->events);
+	u64set_free(&b->pids);
+	u64set_free(&b->fhashes);
+}

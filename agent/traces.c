@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cgroup.h"
+#include "filepath.h"
+#include "macro.h"
+#include "ops.h"
+#include "syscall.skel.h"
+#include "tracefmt.h"
+#include "traces.h"
+
+#define MAX_FULL_CGROUPS 64
+
+struct traces {
+	struct ring_buffer *ring;
+	struct bpf_map *cfg_map, *full_map;
+	struct dc_trace_cfg policy;
+	uint64_t full_ids[MAX_FULL_CGROUPS];
+	unsigned n_full;
+	uint64_t ring_bytes, batch_max;
+	int zstd_level;
+	struct trace_host host;
+	char host_name[256];
+	struct trace_batch batch;
+	struct traces_resolver res;
+	uint64_t next_id; /* DFTracer's per-trace event index */
+	uint64_t unknown, sealed_early;
+	int64_t realtime_off_ns;
+};
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* The policy the configuration asks for, checked; full-trace cgroups by id. */
+static int build_policy(const struct dc_config *cfg, struct dc_trace_cfg *p, uint64_t *ids,
+			unsigned *n_ids, char *err, size_t errlen)
+{
+	char root[PATH_MAX], list[sizeof(cfg->traces_full_cgroups)], *save = NULL;
+
+	*p = (struct dc_trace_cfg){
+	    .mode = DC_TRACE_ON,
+	    .one_in_n = (__u32)cfg->traces_one_in_n,
+	    .slow_ns = (__u64)(cfg->traces_slow_ms * 1e6),
+	    .slice_ns = (__u64)(cfg->traces_slice_ms * 1e6),
+	    .period_ns = (__u64)(cfg->traces_period_s * 1e9),
+	};
+	if (!p->slice_ns != !p->period_ns || p->slice_ns > p->period_ns) {
+		snprintf(err, errlen,
+			 "traces.sampling: slice_ms and period_s go together, the slice "
+			 "within the period (%g ms of %g s)",
+			 cfg->traces_slice_ms, cfg->traces_period_s);
+		return -EINVAL;
+	}
+	/* GCRA: one event per gap; a burst is burst gaps of credit */
+	if (cfg->traces_rate > 0) {
+		p->node_gap_ns = (__u64)(1e9 / cfg->traces_rate);
+		p->node_burst_ns = p->node_gap_ns * (__u64)cfg->traces_burst;
+	}
+	if (cfg->traces_cgroup_rate > 0) {
+		p->cg_gap_ns = (__u64)(1e9 / cfg->traces_cgroup_rate);
+		p->cg_burst_ns = p->cg_gap_ns * (__u64)cfg->traces_cgroup_burst;
+	}
+	*n_ids = 0;
+	snprintf(list, sizeof(list), "%s", cfg->traces_full_cgroups);
+	for (char *c = strtok_r(list, "\n", &save); c; c = strtok_r(NULL, "\n", &save)) {
+		char path[PATH_MAX * 2];
+		struct stat st;
+		int r;
+
+		if (*n_ids == MAX_FULL_CGROUPS) {
+			snprintf(err, errlen, "traces.sampling.full_cgroups: more than %d",
+				 MAX_FULL_CGROUPS);
+			return -E2BIG;
+		}
+		r = cgroup2_mount(root, sizeof(root));
+		if (r < 0) {
+			snprintf(err, errlen,
+				 "traces.sampling.full_cgroups: no cgroup2 hierarchy to find %s in",
+				 c);
+			return r;
+		}
+		snprintf(path, sizeof(path), "%s/%s", root, c[0] == '/' ? c + 1 : c);
+		/* a cgroup2 id is the inode number of its directory */
+		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			snprintf(err, errlen, "traces.sampling.full_cgroups: no cgroup %s (%s)", c,
+				 path);
+			return -ENOENT;
+		}
+		ids[(*n_ids)++] = st.st_ino;
+	}
+	p->full_cgroups = *n_ids;
+	return 0;
+}
+
+int traces_new(const struct dc_config *cfg, const char *host, struct traces **ret, char *err,
+	       size_t errlen)
+{
+	struct traces *t = calloc(1, sizeof(*t));
+	int r;
+
+	if (!t)
+		return -ENOMEM;
+	r = build_policy(cfg, &t->policy, t->full_ids, &t->n_full, err, errlen);
+	if (r < 0) {
+		free(t);
+		return r;
+	}
+	/* a ring is a power of two pages */
+	t->ring_bytes = 4096;
+	while (t->ring_bytes < (uint64_t)cfg->traces_ring_mib << 20)
+		t->ring_bytes *= 2;
+	t->batch_max = (uint64_t)cfg->traces_batch_max_mib << 20;
+	t->zstd_level = (int)cfg->traces_zstd_level;
+	snprintf(t->host_name, sizeof(t->host_name), "%s", host);
+	t->host = (struct trace_host){.name = t->host_name, .hhash = filepath_hash(host)};
+	*ret = t;
+	return 0;
+}
+
+struct traces *traces_free(struct traces *t)
+{
+	if (!t)
+		return NULL;
+	ring_buffer__free(t->ring);
+	trace_batch_free(&t->batch);
+	free(t);
+	return NULL;
+}
+
+void traces_prepare(struct traces *t, struct syscall_bpf *skel)
+{
+	skel->rodata->traces_on = true;
+	bpf_map__set_max_entries(skel->maps.traces, (__u32)t->ring_bytes);
+}
+
+void traces_disable(struct syscall_bpf *skel)
+{
+	skel->rodata->traces_on = false;
+	bpf_map__set_autocreate(skel->maps.traces, false);
+	bpf_map__set_autocreate(skel->maps.trace_cfg, false);
+	bpf_map__set_autocreate(skel->maps.trace_node_tat, false);
+	bpf_map__set_autocreate(skel->maps.trace_cg_tat, false);
+	bpf_map__set_autocreate(skel->maps.trace_full, false);
+	bpf_map__set_autocreate(skel->maps.trace_percpu, false);
+}
+
+/* The full-trace set first, the policy that says how many there are last:
+ * a program never looks for entries that are not there yet. */
+static int write_policy(struct traces *t)
+{
+	__u32 zero = 0;
+	__u8 one = 1;
+	int r;
+
+	for (unsigned i = 0; i < t->n_full; i++)
+		if (bpf_map_update_elem(bpf_map__fd(t->full_map), &t->full_ids[i], &one, BPF_ANY))
+			return -errno;
+	r = bpf_map_update_elem(bpf_map__fd(t->cfg_map), &zero, &t->policy, BPF_ANY);
+	return r ? -errno : 0;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct traces *t = ctx;
+	const struct dc_trace_ev *e = data;
+	const struct dc_op_info *oi;
+	struct trace_names n = {};
+	char comm[32] = "";
+
+	if (size < sizeof(*e) || e->version != DC_TRACE_VERSION) {
+		t->unknown++;
+		return 0;
+	}
+	oi = e->layer == DC_LAYER_SYSCALL ? ops_get(e->op) : NULL;
+	n.op = oi ? oi->name : "unknown";
+	/* a name once per process and batch: resolving costs a map lookup */
+	if (t->res.comm && !trace_batch_knows_pid(&t->batch, e->pid)) {
+		t->res.comm(t->res.opaque, e->pid, comm, sizeof(comm));
+		n.comm = comm[0] ? comm : NULL;
+	}
+	if ((e->flags & DC_TEV_FILE) && t->res.file)
+		n.fhash = t->res.file(t->res.opaque, e->dev, e->ino, &n.path);
+	trace_batch_add(&t->batch, &t->host, e, &n, t->realtime_off_ns, t->next_id++);
+	return 0;
+}
+
+int traces_start(struct traces *t, struct syscall_bpf *skel)
+{
+	int r;
+
+	t->cfg_map = skel->maps.trace_cfg;
+	t->full_map = skel->maps.trace_full;
+	r = write_policy(t);
+	if (r < 0)
+		return r;
+	t->ring = ring_buffer__new(bpf_map__fd(skel->maps.traces), on_event, t, NULL);
+	return t->ring ? 0 : -errno;
+}
+
+int traces_set_policy(struct traces *t, const struct dc_config *cfg, char *err, size_t errlen)
+{
+	struct dc_trace_cfg p;
+	uint64_t ids[MAX_FULL_CGROUPS];
+	unsigned n;
+	int r = build_policy(cfg, &p, ids, &n, err, errlen);
+
+	if (r < 0)
+		return r;
+	/* drop the old full-trace set after the policy stops pointing at it */
+	t->policy = p;
+	t->policy.full_cgroups = 0;
+	r = write_policy(t);
+	for (unsigned i = 0; !r && i < t->n_full; i++)
+		bpf_map_delete_elem(bpf_map__fd(t->full_map), &t->full_ids[i]);
+	memcpy(t->full_ids, ids, sizeof(ids));
+	t->n_full = n;
+	t->policy = p;
+	return r ? r : write_policy(t);
+}
+
+void traces_set_resolver(struct traces *t, const struct traces_resolver *r)
+{
+	t->res = *r;
+}
+
+int traces_ring_fd(struct traces *t)
+{
+	return ring_buffer__epoll_fd(t->ring);
+}
+
+int traces_consume(struct traces *t)
+{
+	int r;
+
+	/* one offset per read: the clocks drift apart by far less than a µs
+	 * between two reads a window apart */
+	t->realtime_off_ns = (int64_t)(clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC));
+	r = ring_buffer__consume(t->ring);
+	return r < 0 ? r : 0;
+}
+
+bool traces_batch_full(const struct traces *t)
+{
+	return t->batch.meta.len + t->batch.events.len >= t->batch_max;
+}
+
+int traces_seal(struct traces *t, struct dc_buf *out, struct traces_window *st)
+{
+	size_t raw = 0;
+	int r = 0;
+
+	*st = (struct traces_window){
+	    .events = t->batch.n_events,
+	    .meta_records = t->batch.n_meta,
+	    .weight_sum = t->batch.weight_sum,
+	    .unknown = t->unknown,
+	};
+	t->unknown = 0;
+	buf_reset(out);
+	if (!t->batch.n_events)
+		return 0;
+	r = trace_batch_seal(&t->batch, t->zstd_level, out, &raw);
+	st->raw_bytes = raw;
+	st->zstd_bytes = out->len;
+	return r;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef DC_TRACES_H
+#define DC_TRACES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "datacrumbs/trace.h"
+#include "json.h"
+
+/*
+ * Sampled traces, user side. The kernel half runs in the system-call
+ * programs (bpf/trace.bpf.h); the syscall probe calls traces_prepare() or
+ * traces_disable() before loading its skeleton and traces_start() after.
+ * The manager reads the ring on a timer and at each window's end, and
+ * seals one batch (one zstd frame) per window.
+ */
+struct traces;
+struct syscall_bpf;
+struct probe_file;
+
+/* Names the reader needs for an event: process name and file name. */
+struct traces_resolver {
+	/* "" when unknown */
+	void (*comm)(void *opaque, uint32_t pid, char *out, size_t len);
+	/* 0 when the file has no known name; *path valid until the next call */
+	uint64_t (*file)(void *opaque, uint32_t dev, uint64_t ino, const char **path);
+	void *opaque;
+};
+
+int traces_new(const struct dc_config *cfg, const char *host, struct traces **ret, char *err,
+	       size_t errlen);
+struct traces *traces_free(struct traces *t);
+
+void traces_prepare(struct traces *t, struct syscall_bpf *skel);
+void traces_disable(struct syscall_bpf *skel);
+/* After load: the policy into its map (the full-trace cgroups resolved),
+ * the ring's reader. */
+int traces_start(struct traces *t, struct syscall_bpf *skel);
+/* A new policy (reload): no program is reloaded. */
+int traces_set_policy(struct traces *t, const struct dc_config *cfg, char *err, size_t errlen);
+
+void traces_set_resolver(struct traces *t, const struct traces_resolver *r);
+int traces_ring_fd(struct traces *t);
+/* Read what the ring holds into the open batch. */
+int traces_consume(struct traces *t);
+
+struct traces_window {
+	uint64_t events, meta_records, weight_sum; /* in the sealed batch */
+	uint64_t raw_bytes, zstd_bytes;
+	uint64_t unknown;  /* events the reader could not parse (other version) */
+	uint64_t too_many; /* batches sealed early (traces.batch_max_mib) */
+};
+
+/* Seal the window's batch into out (one zstd frame; empty when no event). */
+int traces_seal(struct traces *t, struct dc_buf *out, struct traces_window *st);
+
+/* A batch grew past its bound before the window ended: seal it now. */
+bool traces_batch_full(const struct traces *t);
+
+#endif

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Sampled full traces, compiled into the system-call programs: the decision
+ * to keep a call is taken before any ring space is reserved (policy in
+ * include/datacrumbs/trace.h), and every call ends in exactly one of kept,
+ * sampled out or dropped (ring full), counted in the call's own window value
+ * so that per window seen = kept + sampled out + dropped holds exactly.
+ *
+ * The policy is a map, not rodata: a reload rewrites it without reloading
+ * the programs. traces_on (rodata) removes all of this when traces are off
+ * in the configuration at start.
+ */
+#ifndef DC_TRACE_BPF_H
+#define DC_TRACE_BPF_H
+
+#include "datacrumbs/trace.h"
+
+const volatile bool traces_on = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20); /* sized from config before load */
+} traces SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dc_trace_cfg);
+} trace_cfg SEC(".maps");
+
+/* The node's token bucket as GCRA: the time the bucket is next empty. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} trace_node_tat SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64); /* cgroup id */
+	__type(value, __u64);
+} trace_cg_tat SEC(".maps");
+
+/* Workloads traced in full: cgroup ids, matched with their descendants. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u64);
+	__type(value, __u8);
+} trace_full SEC(".maps");
+
+/* Candidates the buckets refused on this CPU since they let one through:
+ * the next kept event stands for them too. Also the 1-in-N count where
+ * the entry stash is a per-call hash (no per-thread state survives). */
+struct trace_cpu {
+	__u32 refused;
+	__u32 seen;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct trace_cpu);
+} trace_percpu SEC(".maps");
+
+enum trace_outcome { TR_OUT = 0, TR_KEPT = 1, TR_DROP = 2 };
+
+/* GCRA: one event may pass if the bucket, advanced by one gap, stays within
+ * the burst; a lost race retries, then refuses (never over the rate). */
+static __always_inline bool bucket_take(__u64 *tat, __u64 now, __u64 gap, __u64 burst)
+{
+	for (int i = 0; i < 4; i++) {
+		__u64 old = *tat, next = (old > now ? old : now) + gap;
+
+		if (next - now > burst)
+			return false;
+		if (__sync_val_compare_and_swap(tat, old, next) == old)
+			return true;
+	}
+	return false;
+}
+
+static __always_inline bool full_workload(const struct dc_trace_cfg *c, __u64 cgroup_id)
+{
+	if (!c->full_cgroups)
+		return false;
+	if (bpf_map_lookup_elem(&trace_full, &cgroup_id))
+		return true;
+	for (int level = 1; level < 16; level++) {
+		__u64 a = bpf_get_current_ancestor_cgroup_id(level);
+
+		if (!a || a == cgroup_id)
+			break;
+		if (bpf_map_lookup_elem(&trace_full, &a))
+			return true;
+	}
+	return false;
+}
+
+/* The policy's verdict for one call; *weight and *flags for a kept one. */
+static __always_inline enum trace_outcome trace_decide(__u64 now, __u64 lat, __u64 cgroup_id,
+						       __u32 seq, __u32 *weight, __u16 *flags)
+{
+	__u32 zero = 0, n;
+	struct dc_trace_cfg *c = bpf_map_lookup_elem(&trace_cfg, &zero);
+	struct trace_cpu *pc;
+	__u64 w;
+
+	if (!c || c->mode == DC_TRACE_OFF)
+		return TR_OUT;
+	*weight = 1;
+	if (full_workload(c, cgroup_id)) {
+		*flags |= DC_TEV_FULL;
+		return TR_KEPT;
+	}
+	if (c->slow_ns && lat >= c->slow_ns) {
+		*flags |= DC_TEV_SLOW;
+		return TR_KEPT;
+	}
+	if (c->slice_ns && c->period_ns && now % c->period_ns >= c->slice_ns)
+		return TR_OUT;
+	n = c->one_in_n ? c->one_in_n : 1;
+	if (seq % n)
+		return TR_OUT;
+	pc = bpf_map_lookup_elem(&trace_percpu, &zero);
+	if (!pc)
+		return TR_OUT;
+	if (c->cg_gap_ns) {
+		__u64 *tat = bpf_map_lookup_elem(&trace_cg_tat, &cgroup_id);
+
+		if (!tat) {
+			__u64 z = 0;
+
+			bpf_map_update_elem(&trace_cg_tat, &cgroup_id, &z, BPF_NOEXIST);
+			tat = bpf_map_lookup_elem(&trace_cg_tat, &cgroup_id);
+		}
+		if (!tat || !bucket_take(tat, now, c->cg_gap_ns, c->cg_burst_ns)) {
+			pc->refused++;
+			return TR_OUT;
+		}
+	}
+	if (c->node_gap_ns) {
+		__u64 *tat = bpf_map_lookup_elem(&trace_node_tat, &zero);
+
+		if (!tat || !bucket_take(tat, now, c->node_gap_ns, c->node_burst_ns)) {
+			pc->refused++;
+			return TR_OUT;
+		}
+	}
+	w = (__u64)n * (pc->refused + 1);
+	if (c->slice_ns && c->period_ns)
+		w = w * c->period_ns / c->slice_ns;
+	pc->refused = 0;
+	*weight = w > 0xffffffffULL ? 0xffffffffU : (__u32)w;
+	return TR_KEPT;
+}
+
+/* The 1-in-N position of this call: per thread where the stash persists. */
+static __always_inline __u32 trace_cpu_seq(void)
+{
+	__u32 zero = 0;
+	struct trace_cpu *pc = bpf_map_lookup_elem(&trace_percpu, &zero);
+
+	return pc ? ++pc->seen : 0;
+}
+
+/*
+ * Decide, and for a kept call reserve, fill and submit its event. Wake-ups
+ * only when the ring is half full: the agent reads on its own timer, so a
+ * busy node does not pay a wake-up per event.
+ */
+static __always_inline enum trace_outcome trace_call(__u32 layer, __u32 op, __u64 ts, __u64 lat,
+						     __u32 pid, __u32 tid, __u64 cgroup_id,
+						     const struct dc_file_stash *fs, __u64 size,
+						     long ret, __u32 seq)
+{
+	__u32 weight = 1;
+	__u16 flags = 0;
+	struct dc_trace_ev *e;
+	enum trace_outcome o = trace_decide(ts + lat, lat, cgroup_id, seq, &weight, &flags);
+
+	if (o != TR_KEPT)
+		return o;
+	e = bpf_ringbuf_reserve(&traces, sizeof(*e), 0);
+	if (!e)
+		return TR_DROP;
+	e->version = DC_TRACE_VERSION;
+	e->layer = layer;
+	e->op = op;
+	e->cpu = bpf_get_smp_processor_id();
+	e->pid = pid;
+	e->tid = tid;
+	e->ts_ns = ts;
+	e->dur_ns = lat;
+	e->cgroup_id = cgroup_id;
+	e->size = size;
+	e->ret = ret;
+	e->weight = weight;
+	e->pad = 0;
+	e->fd = fs->kind != DC_FK_NONE ? fs->fd : -1;
+	if (fs->kind != DC_FK_NONE && fs->ino) {
+		flags |= DC_TEV_FILE;
+		if (fs->kind != DC_FK_META && fs->kind != DC_FK_SYNC && fs->kind != DC_FK_OPEN)
+			flags |= DC_TEV_OFFSET;
+		e->ino = fs->ino;
+		e->dev = fs->dev;
+		e->offset = fs->offset;
+	} else {
+		e->ino = 0;
+		e->dev = 0;
+		e->offset = 0;
+	}
+	e->flags = flags;
+	bpf_ringbuf_submit(e, bpf_ringbuf_query(&traces, BPF_RB_AVAIL_DATA) >
+				      bpf_ringbuf_query(&traces, BPF_RB_RING_SIZE) / 2
+				  ? BPF_RB_FORCE_WAKEUP
+				  : BPF_RB_NO_WAKEUP);
+	return TR_KEPT;
+}
+
+#endif

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Sampled full traces: the per-event records the kernel keeps (bpf/trace.bpf.h)
+ * and the sampling policy the agent writes into a map, so that a reload
+ * changes the policy without reloading programs.
+ *
+ * Every struct crosses the kernel/user boundary: fixed-width fields, explicit
+ * padding. An event starts with its version and layer tag, so a reader can
+ * skip what it does not know.
+ */
+#ifndef DATACRUMBS_TRACE_H
+#define DATACRUMBS_TRACE_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+#define DC_TRACE_VERSION 1
+
+enum dc_trace_layer {
+	DC_LAYER_SYSCALL = 1,
+	DC_LAYER_MAX = 2,
+};
+
+enum dc_trace_ev_flags {
+	DC_TEV_FILE = 1,   /* dev, ino, offset name a regular file or block device */
+	DC_TEV_SLOW = 2,   /* kept as slower than the threshold */
+	DC_TEV_FULL = 4,   /* kept as a fully traced workload */
+	DC_TEV_OFFSET = 8, /* offset is meaningful (a data call on a file) */
+};
+
+struct dc_trace_ev {
+	__u8 version; /* DC_TRACE_VERSION */
+	__u8 layer;   /* enum dc_trace_layer */
+	__u16 op;     /* the layer's operation: enum dc_op for the syscall layer */
+	__u16 cpu;
+	__u16 flags; /* enum dc_trace_ev_flags */
+	__u32 pid;   /* thread-group id */
+	__u32 tid;
+	__u64 ts_ns;  /* bpf_ktime_get_ns() at entry (CLOCK_MONOTONIC) */
+	__u64 dur_ns; /* entry to exit */
+	__u64 cgroup_id;
+	__u64 ino;
+	__u32 dev; /* the kernel's dev_t: major << 20 | minor */
+	__s32 fd;  /* -1 when the call has none */
+	__u64 offset;
+	__u64 size; /* bytes moved (return value of data calls) or the size argument */
+	__s64 ret;
+	__u32 weight; /* events this one stands for (>= 1) */
+	__u32 pad;
+};
+
+/*
+ * The sampling policy, one element of an array map. Decided in this order
+ * for each call, before any ring space is reserved:
+ *   mode off                          -> sampled out
+ *   cgroup (or an ancestor) in full   -> kept, weight 1
+ *   duration >= slow_ns (if set)      -> kept, weight 1
+ *   outside the time slice (if set)   -> sampled out
+ *   1-in-N per thread                 -> every Nth candidate goes on
+ *   per-cgroup, then node token bucket (if set) -> kept or sampled out
+ * A kept sampled event's weight is N x the candidates the buckets refused
+ * on its CPU since the last one they let through, x period/slice: the sum
+ * of weights estimates the calls, exactly for 1-in-N alone.
+ */
+enum dc_trace_mode {
+	DC_TRACE_OFF = 0,
+	DC_TRACE_ON = 1,
+};
+
+struct dc_trace_cfg {
+	__u32 mode;
+	__u32 one_in_n;	   /* 1 = every call is a candidate */
+	__u64 slow_ns;	   /* 0 = no slow-call rule */
+	__u64 slice_ns;	   /* 0 = no time slices; else everything during slice_ns ... */
+	__u64 period_ns;   /* ... of every period_ns */
+	__u64 node_gap_ns; /* token bucket: 1e9 / events per second; 0 = no node bucket */
+	__u64 node_burst_ns;
+	__u64 cg_gap_ns; /* per-cgroup bucket, same scheme; 0 = none */
+	__u64 cg_burst_ns;
+	__u32 full_cgroups; /* entries in trace_full: 0 skips the lookup */
+	__u32 pad;
+};
+
+/* Per-thread sampling state, kept in the syscall layer's entry stash. */
+struct dc_trace_thread {
+	__u32 seen; /* candidates of the 1-in-N rule */
+	__u32 pad;
+};
+
+#endif

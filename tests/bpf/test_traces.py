@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""BPF tests of the sampled traces: exact sampling arithmetic, the files'
+format (decoded by the zstd command line tool, not by the agent), and a
+saturated ring.
+
+usage: test_traces.py SCENARIO AGENT TRACELOAD EXPORT
+  SCENARIO: one-in-n | slow | bucket | full | saturated
+"""
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agentlib import Agent, Checks, require_root  # noqa: E402
+
+EVENT_FIELDS = {"id", "name", "cat", "pid", "tid", "ts", "dur", "ph", "args"}
+ARG_FIELDS = {"hhash", "size", "ret", "weight", "cpu", "cgroup_id"}
+
+
+def cgroup2_root():
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            dev, mnt, fstype = line.split()[:3]
+            if fstype == "cgroup2":
+                return mnt
+    return None
+
+
+def run_load(load, path, n, slow=0, slow_ms=0, cgroup=None):
+    args = [load, path, str(n)] + ([str(slow), str(slow_ms)] if slow else [])
+
+    def enter():
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+            f.write("0")
+    p = subprocess.run(args, stdout=subprocess.PIPE, check=True, timeout=120,
+                       preexec_fn=enter if cgroup else None)
+    return int(p.stdout.decode().split()[-1])
+
+
+def read_traces(c, tdir):
+    """Every line of every trace file, through the zstd CLI."""
+    files = sorted(glob.glob(os.path.join(tdir, "*.pfw.zst")))
+    c.check(len(files) > 0, "trace files written (%d)" % len(files))
+    lines = []
+    for f in files:
+        out = subprocess.run(["zstd", "-dc", f], capture_output=True, check=False)
+        c.eq(out.returncode, 0, "zstd -dc %s decodes (%s)" % (os.path.basename(f),
+                                                              out.stderr.decode().strip()))
+        lines += out.stdout.decode("utf-8").splitlines()
+    recs = []
+    bad = 0
+    for line in lines:
+        try:
+            recs.append(json.loads(line))
+        except ValueError:
+            bad += 1
+    c.eq(bad, 0, "every line of %d is JSON" % len(lines))
+    return files, recs
+
+
+def check_format(c, recs):
+    ev = [r for r in recs if r.get("ph") == "X"]
+    c.check(all(EVENT_FIELDS <= set(r) and ARG_FIELDS <= set(r["args"]) for r in ev),
+            "complete events carry the documented fields (%d events)" % len(ev))
+    c.check(all(r["ts"] > 1.6e15 for r in ev), "ts is wall-clock microseconds")
+    named_files, named_pids, late = set(), set(), []
+    for r in recs:
+        if r.get("ph") == "M" and r.get("name") == "FH":
+            named_files.add(r["args"]["value"])
+        elif r.get("ph") == "M" and r.get("name") == "process_name":
+            named_pids.add(r["pid"])
+        elif r.get("ph") == "X":
+            if "fhash" in r["args"] and r["args"]["fhash"] not in named_files:
+                late.append(("file", r["args"]["fhash"]))
+    c.eq(late[:3], [], "each file hash is named (FH) before its first event")
+    c.check(any(r.get("name") == "HH" for r in recs), "the host hash is named (HH)")
+    return ev
+
+
+def agent_counts(c, recs):
+    agents = [r for r in recs if r["type"] == "agent"]
+    bad = [(r["window"], r["traces"]) for r in agents
+           if r["traces"]["seen"] != r["traces"]["kept"] + r["traces"]["sampled_out"]
+           + r["traces"]["dropped"]]
+    c.eq(bad, [], "every window: seen = kept + sampled_out + dropped")
+    tot = {k: sum(r["traces"][k] for r in agents) for k in ("seen", "kept", "sampled_out",
+                                                             "dropped", "events")}
+    return tot
+
+
+def scenario(name, agent_bin, load, export):
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-tr-")
+    tdir = os.path.join(tmp, "traces")
+    data = os.path.join(tmp, "data")
+    cg = None
+    sampling = {"one-in-n": "one_in_n = 10; slow_ms = 0; rate = 0;",
+                "slow": "one_in_n = 1000; slow_ms = 10; rate = 0;",
+                "bucket": "one_in_n = 1; slow_ms = 0; rate = 0; cgroup_rate = 1; cgroup_burst = 50;",
+                "full": "one_in_n = 1000000000; slow_ms = 0; rate = 0; full_cgroups = [ \"%s\" ];",
+                "saturated": "one_in_n = 1; slow_ms = 0; rate = 0;"}[name]
+    root = cgroup2_root()
+    if name in ("bucket", "full"):
+        if not root:
+            print("SKIP: no cgroup2 hierarchy", flush=True)
+            sys.exit(77)
+        cg = os.path.join(root, "dc-test-traces-%d" % os.getpid())
+        os.mkdir(cg)
+        sampling = sampling.replace("%s", "/" + os.path.basename(cg))
+    extra = "ring_mib = 1; flush_ms = 50;" if name == "saturated" else ""
+    conf = ('interval = 0.25;\ntraces = { %s output = { dir = "%s"; }; sampling = { %s }; };\n'
+            % (extra, tdir, sampling))
+    try:
+        a = Agent(agent_bin, conf)
+        if name == "saturated":
+            # the reader stopped: the ring fills and the kernel must count
+            # every event it could not keep, and nothing else may suffer
+            os.kill(a.pid, signal.SIGSTOP)
+            pid = run_load(load, data, 100000)
+            time.sleep(0.3)
+            os.kill(a.pid, signal.SIGCONT)
+            time.sleep(0.6)
+        elif name == "slow":
+            pid = run_load(load, data, 10000, slow=5, slow_ms=30)
+        else:
+            pid = run_load(load, data, 10000 if name != "full" else 1000, cgroup=cg)
+        c.eq(a.stop(), 0, "agent exits 0")
+        recs = a.records()
+    finally:
+        if cg:
+            for _ in range(50):
+                try:
+                    os.rmdir(cg)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+    tot = agent_counts(c, recs)
+    files, trs = read_traces(c, tdir)
+    c.eq(sum(1 for r in trs if r.get("ph") == "X"), tot["events"],
+         "the files hold every event the agent records say it wrote")
+    ev = check_format(c, trs)
+    mine = [r for r in ev if r["pid"] == pid]
+    pw = [r for r in mine if r["name"] == "pwrite64"]
+    wsum = sum(r["args"]["weight"] for r in pw)
+    if name == "one-in-n":
+        c.eq(len(pw), 1000, "1-in-10 of 10,000 pwrite64 calls kept")
+        c.eq({r["args"]["weight"] for r in pw}, {10}, "each stands for 10 calls")
+        c.eq(wsum, 10000, "the weights add up to the calls")
+        c.check(all(r["args"]["size"] == 4096 and r["args"]["ret"] == 4096 and
+                    "fhash" in r["args"] and "offset" in r["args"] for r in pw),
+                "size, ret, file hash and offset of each call")
+    elif name == "slow":
+        rd = [r for r in mine if r["name"] == "read" and r["args"].get("slow")]
+        c.eq(len(rd), 5, "every call slower than 10 ms kept")
+        c.check(all(r["dur"] >= 25000 and r["args"]["weight"] == 1 for r in rd),
+                "slow calls kept with their duration and weight 1")
+        c.eq(len(pw), 10, "and 1-in-1000 of the 10,000 fast ones")
+    elif name == "bucket":
+        # every call of the process draws on its cgroup's bucket, the
+        # start-up's (exec, loader) too
+        c.eq(len(mine), 50, "a cgroup's bucket of 50 at 1/s lets 50 through a 10,000-call burst")
+    elif name == "full":
+        c.eq(len(pw), 1000, "a fully traced workload keeps all 1000 calls")
+        c.check(all(r["args"].get("full") and r["args"]["weight"] == 1 for r in pw),
+                "marked full, weight 1")
+    elif name == "saturated":
+        c.check(tot["dropped"] > 0, "the full ring dropped events, counted (%d)" % tot["dropped"])
+        # a call is counted in its window, its event read when the ring is:
+        # events of calls after the last window's close may still be read
+        c.check(tot["events"] >= tot["kept"],
+                "every kept event reached a batch (kept %d, read %d)" % (tot["kept"], tot["events"]))
+        feats = sum(r["ops"].get("pwrite64", {}).get("count", 0) for r in recs
+                    if r["type"] == "features" and r["pid"] == pid)
+        c.eq(feats, 100000, "feature vectors unaffected: all 100,000 pwrite64 calls counted")
+    if name != "saturated":
+        c.eq(tot["dropped"], 0, "no event dropped")
+    # Perfetto's input: one JSON document
+    out = os.path.join(tmp, "trace.json")
+    p = subprocess.run([export, "export", "-o", out] + files, capture_output=True, text=True)
+    c.eq(p.returncode, 0, "datacrumbs-trace export succeeds (%s)" % p.stderr.strip())
+    with open(out) as f:
+        doc = json.load(f)
+    c.eq(len(doc["traceEvents"]), len(trs), "the export holds every record of the files")
+    shutil.rmtree(tmp, ignore_errors=True)
+    c.done()
+
+
+def main():
+    name, agent_bin, load, export = sys.argv[1:5]
+    require_root()
+    if not shutil.which("zstd"):
+        print("SKIP: the zstd command line tool is missing (packaging/install-deps.sh test)")
+        sys.exit(77)
+    scenario(name, agent_bin, load, export)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Workload for the sampled-trace tests (tests/bpf/test_traces.py):
+ *   traceload FILE N [SLOW SLOW_MS]
+ * N pwrite64 calls of 4096 bytes to FILE, one thread, then SLOW read calls
+ * on a pipe that each wait SLOW_MS for a child to write. Prints its pid.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+static char buf[4096];
+
+int main(int argc, char **argv)
+{
+	long n, slow = 0, slow_ms = 0;
+	int fd, p[2];
+
+	if (argc != 3 && argc != 5) {
+		fprintf(stderr, "usage: traceload FILE N [SLOW SLOW_MS]\n");
+		return 2;
+	}
+	n = atol(argv[2]);
+	if (argc == 5) {
+		slow = atol(argv[3]);
+		slow_ms = atol(argv[4]);
+	}
+	fd = open(argv[1], O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	if (fd < 0) {
+		perror("open");
+		return 2;
+	}
+	for (long i = 0; i < n; i++)
+		if (pwrite(fd, buf, sizeof(buf), (i % 256) * 4096) != (ssize_t)sizeof(buf)) {
+			perror("pwrite");
+			return 2;
+		}
+	close(fd);
+	if (slow) {
+		if (pipe(p) < 0)
+			return 2;
+		if (!fork()) {
+			struct timespec t = {slow_ms / 1000, (slow_ms % 1000) * 1000000};
+
+			close(p[0]);
+			for (long i = 0; i < slow; i++) {
+				nanosleep(&t, NULL);
+				if (write(p[1], "x", 1) != 1)
+					_exit(2);
+			}
+			_exit(0);
+		}
+		close(p[1]);
+		for (long i = 0; i < slow; i++)
+			if (read(p[0], buf, 1) != 1)
+				return 2;
+		wait(NULL);
+	}
+	printf("%d\n", getpid());
+	return 0;
+}

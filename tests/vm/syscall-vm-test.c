@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The system-call programs with the file layer compiled in, on a stock
+ * distribution kernel: the development kernel only proves them on its own
+ * struct layouts (file, inode, fdtable, mount), and CO-RE is what has to
+ * bridge the others. Loads and attaches through the agent's own
+ * probe_syscall_new() (its nr and kind tables, its map sizing), with the
+ * agent excluding itself as it does by default, so the measured calls are
+ * made by a child. Then one window holds only that child's known calls.
+ */
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "ops.h"
+#include "probe-file.h"
+#include "probe-syscall.h"
+#include "vm-test.h"
+
+#define N    100
+#define SZ   4096
+#define PATH "/tmp/dc-vm-file" /* a tmpfs mounted on the initramfs: the name crosses a mount */
+
+/* 2 * SZ: the last write starts one byte in, to be unaligned in memory */
+static char buf[2 * SZ] __attribute__((aligned(4096)));
+
+/*
+ * libbpf's warnings carry the verifier's and the CO-RE relocator's reasons
+ * for a refusal. The serial console is slow under TCG and a verifier log
+ * can be long, so only the last lines (where the reason is) are kept, to be
+ * printed when the file layer is refused.
+ */
+#define LOG_LINES 80
+static char log_ring[LOG_LINES][256];
+static unsigned log_next;
+
+static int keep_warning(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char *text = NULL, *line, *save = NULL;
+
+	if (level != LIBBPF_WARN || vasprintf(&text, fmt, ap) < 0)
+		return 0;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		snprintf(log_ring[log_next++ % LOG_LINES], sizeof(log_ring[0]), "%s", line);
+	free(text);
+	return 0;
+}
+
+static void print_warnings(const char *name)
+{
+	unsigned i = log_next > LOG_LINES ? log_next - LOG_LINES : 0;
+
+	for (; i < log_next; i++)
+		printf("VMTEST %s   libbpf: %s\n", name, log_ring[i % LOG_LINES]);
+}
+
+/*
+ * The measured process. Each call's effect on the counters is an
+ * expectation in check_ops() and check_file(): change them together.
+ * Nothing but these calls: a printf would be a counted write.
+ */
+static void __attribute__((noreturn)) workload(void)
+{
+	int fd, d;
+
+	fd = open(PATH, O_CREAT | O_RDWR | O_TRUNC, 0600);
+	if (fd < 0)
+		_exit(10);
+	for (int i = 0; i < N; i++)
+		if (pwrite(fd, buf, SZ, (off_t)i * SZ) != SZ)
+			_exit(11);
+	for (int i = 0; i < N; i++)
+		if (pread(fd, buf, SZ, (off_t)i * SZ) != SZ)
+			_exit(12);
+	/* a write at the file position (f_pos, read by the probe), through a
+	 * second descriptor of the same file: consecutive to the pwrites */
+	d = dup(fd);
+	if (d < 0 || lseek(d, (off_t)N * SZ, SEEK_SET) != (off_t)N * SZ)
+		_exit(13);
+	if (write(d, buf + 1, SZ) != SZ)
+		_exit(14);
+	close(fd);
+	close(d);
+	_exit(0);
+}
+
+struct checks {
+	const char *name;
+	int n, failed;
+};
+
+static void check(struct checks *c, const char *what, uint64_t got, uint64_t want)
+{
+	c->n++;
+	if (got != want)
+		c->failed++;
+	printf("VMTEST %s   %s %s=%llu (want %llu)\n", c->name, got == want ? "ok " : "BAD", what,
+	       (unsigned long long)got, (unsigned long long)want);
+}
+
+static void check_ops(struct checks *c, const struct dc_drain_result *res, uint32_t pid)
+{
+	static const struct {
+		enum dc_op op;
+		uint64_t count, bytes;
+	} want[] = {
+	    {DC_OP_openat, 1, 0},
+	    {DC_OP_pwrite64, N, (uint64_t)N * SZ},
+	    {DC_OP_pread64, N, (uint64_t)N * SZ},
+	    {DC_OP_dup, 1, 0},
+	    {DC_OP_lseek, 1, 0},
+	    {DC_OP_write, 1, SZ},
+	    {DC_OP_close, 2, 0},
+	};
+	uint64_t count[DC_OP_MAX] = {}, bytes[DC_OP_MAX] = {}, errors = 0, rest, lost = 0;
+	char what[64];
+
+	for (size_t i = 0; i < res->n; i++) {
+		const struct dc_agg_entry *e = &res->entries[i];
+
+		if (e->tgid != pid || e->op >= DC_OP_MAX)
+			continue;
+		count[e->op] += e->v.count;
+		bytes[e->op] += e->v.bytes;
+		errors += e->v.errors;
+	}
+	rest = 0;
+	for (unsigned op = 0; op < DC_OP_MAX; op++)
+		rest += count[op];
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *name = ops_get(want[i].op)->name;
+
+		snprintf(what, sizeof(what), "op.%s.count", name);
+		check(c, what, count[want[i].op], want[i].count);
+		snprintf(what, sizeof(what), "op.%s.bytes", name);
+		check(c, what, bytes[want[i].op], want[i].bytes);
+		rest -= count[want[i].op];
+	}
+	check(c, "op.other.count", rest, 0);
+	check(c, "op.errors", errors, 0);
+	for (unsigned i = 0; i < DC_CNT_MAX; i++)
+		lost += res->counters[i];
+	for (unsigned op = 0; op < DC_OP_MAX; op++)
+		lost += res->overflow[op].v.count;
+	check(c, "op.lost_or_unattributed", lost, 0);
+}
+
+static void check_file(struct checks *c, struct probe_file *pf, const struct dc_file_drain *fres,
+		       uint32_t pid, uint32_t dev, uint64_t ino, uint64_t window)
+{
+	const struct dc_file_sum *v = NULL;
+	const struct fname *fn;
+	uint64_t files = 0, lost = 0;
+
+	for (size_t i = 0; i < fres->n; i++)
+		if (fres->entries[i].tgid == pid) {
+			files++;
+			if (fres->entries[i].dev == dev && fres->entries[i].ino == ino)
+				v = &fres->entries[i].v;
+		}
+	/* the console descriptors are no regular files: one file only */
+	check(c, "file.keys_of_workload", files, 1);
+	check(c, "file.key_is_fstat_dev_ino", v != NULL, 1);
+	if (v) {
+		check(c, "file.opens", v->opens, 1);
+		check(c, "file.meta_ops", v->meta_ops, 4); /* open, lseek, 2 closes */
+		check(c, "file.write_ops", v->write_ops, N + 1);
+		check(c, "file.read_ops", v->read_ops, N);
+		check(c, "file.write_bytes", v->write_bytes, (uint64_t)(N + 1) * SZ);
+		check(c, "file.read_bytes", v->read_bytes, (uint64_t)N * SZ);
+		check(c, "file.consec_writes", v->consec_writes, N);
+		check(c, "file.seq_writes", v->seq_writes, N);
+		check(c, "file.consec_reads", v->consec_reads, N - 1);
+		check(c, "file.seq_reads", v->seq_reads, N - 1);
+		check(c, "file.rw_switches", v->rw_switches, 2);
+		check(c, "file.max_write_end", v->max_write_end, (uint64_t)(N + 1) * SZ);
+		check(c, "file.max_read_end", v->max_read_end, (uint64_t)N * SZ);
+		check(c, "file.write_size_1K_10K", v->write_size[2], N + 1);
+		check(c, "file.read_size_1K_10K", v->read_size[2], N);
+		/* tmpfs blocks are pages: every offset is a multiple of SZ */
+		check(c, "file.file_unaligned", v->file_unaligned, 0);
+		check(c, "file.mem_unaligned", v->mem_unaligned, 1);
+		check(c, "file.errors", v->errors, 0);
+		check(c, "file.sync_ops", v->sync_ops, 0);
+	}
+	for (unsigned i = 0; i < DC_FILE_CNT_MAX; i++)
+		lost += fres->counters[i];
+	check(c, "file.lost", lost + fres->overflow.write_ops + fres->overflow.read_ops, 0);
+	check(c, "file.path_events", fres->names, 1);
+	check(c, "file.names_not_kept", fres->names_not_kept, 0);
+	fn = probe_file_name(pf, dev, ino, window);
+	c->n++;
+	if (!fn || fn->truncated || strcmp(fn->path, PATH))
+		c->failed++;
+	printf("VMTEST %s   %s file.path=%s%s (want %s)\n", c->name,
+	       fn && !fn->truncated && !strcmp(fn->path, PATH) ? "ok " : "BAD",
+	       fn ? fn->path : "(none)", fn && fn->truncated ? " [truncated]" : "", PATH);
+}
+
+int syscall_vm_run(const char *mech, const char *stash)
+{
+	static struct dc_drain_result res;
+	struct dc_file_drain fres = {};
+	struct probe_syscall *p = NULL;
+	struct probe_file *pf;
+	libbpf_print_fn_t prev;
+	struct dc_config cfg;
+	char name[64], err[256];
+	struct checks c = {.name = name};
+	struct stat st;
+	int r, status = -1;
+	pid_t pid;
+
+	snprintf(name, sizeof(name), "syscall+files/%s%s%s", mech, strcmp(stash, "auto") ? "+" : "",
+		 strcmp(stash, "auto") ? stash : "");
+	config_defaults(&cfg);
+	if (config_set(&cfg, "probes.syscall.mechanism", mech, err, sizeof(err)) < 0 ||
+	    config_set(&cfg, "probes.syscall.entry_stash", stash, err, sizeof(err)) < 0) {
+		printf("VMTEST %s FAIL config: %s\n", name, err);
+		return 1;
+	}
+	log_next = 0;
+	prev = libbpf_set_print(keep_warning);
+	r = probe_syscall_new(&cfg, &p);
+	libbpf_set_print(prev);
+	if (r < 0) {
+		printf("VMTEST %s FAIL attach: %s\n", name, strerror(-r));
+		print_warnings(name);
+		return 1;
+	}
+	pf = probe_syscall_files(p);
+	if (strcmp(probe_syscall_mechanism(p), mech) || !pf) {
+		/* the agent keeps the syscall layer when the file code is
+		 * refused: here that is the failure under test */
+		printf("VMTEST %s FAIL mechanism %s, file layer: %s\n", name,
+		       probe_syscall_mechanism(p), probe_syscall_files_detail(p));
+		print_warnings(name);
+		probe_syscall_free(p);
+		return 1;
+	}
+
+	/* attaching made calls of its own (excluded, but a window may hold
+	 * them half-seen): the measured window starts clean */
+	unlink(PATH);
+	r = probe_syscall_flip_and_drain(p, &res);
+	if (!r)
+		r = probe_file_flip_and_drain(pf, 1, &fres);
+	if (r < 0) {
+		printf("VMTEST %s FAIL first drain: %s\n", name, strerror(-r));
+		probe_syscall_free(p);
+		return 1;
+	}
+	pid = fork();
+	if (pid == 0)
+		workload();
+	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+		printf("VMTEST %s FAIL fork/wait: %m\n", name);
+		probe_syscall_free(p);
+		return 1;
+	}
+	r = probe_syscall_flip_and_drain(p, &res);
+	if (!r)
+		r = probe_file_flip_and_drain(pf, 2, &fres);
+	if (r < 0 || stat(PATH, &st) < 0) {
+		printf("VMTEST %s FAIL drain or stat: %s\n", name, strerror(r < 0 ? -r : errno));
+		probe_syscall_free(p);
+		return 1;
+	}
+
+	check(&c, "workload.exit_status", (uint64_t)status, 0);
+	check_ops(&c, &res, (uint32_t)pid);
+	/* the kernel's dev_t is major << 20 | minor, not the user encoding */
+	check_file(&c, pf, &fres, (uint32_t)pid,
+		   (uint32_t)(major(st.st_dev) << 20 | minor(st.st_dev)), (uint64_t)st.st_ino, 2);
+	printf("VMTEST %s %s %d/%d checks [%s] [files: %s]\n", name, c.failed ? "FAIL" : "PASS",
+	       c.n - c.failed, c.n, probe_syscall_detail(p), probe_syscall_files_detail(p));
+	probe_syscall_free(p);
+	return c.failed != 0;
+}
