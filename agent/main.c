@@ -56,6 +56,11 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
 	return 0;
 }
 
+static int reload_config(void *ctx, struct dc_config *out)
+{
+	return load_config(ctx, out);
+}
+
 int main(int argc, char **argv)
 {
 	struct manager *m = NULL;
@@ -98,6 +103,7 @@ int main(int argc, char **argv)
 	r = manager_new(&cfg, a.duration, &m, &config_error);
 	if (r < 0)
 		return config_error ? EXIT_USAGE : EXIT_RUNTIME;
+	manager_set_reload(m, reload_config, &a);
 	r = manager_run(m);
 	manager_free(m);
 	return r < 0 ? EXIT_RUNTIME : 0;

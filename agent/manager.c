@@ -70,6 +70,15 @@ struct manager {
 	sd_event_source *traces_io, *traces_timer;
 	uint64_t traces_flush_usec;
 	struct dc_buf tbatch;
+	/* supervision */
+	int (*reload_load)(void *ctx, struct dc_config *out);
+	void *reload_ctx;
+	char reload_error[160]; /* why the last reload did not take, for STATUS= */
+	sd_event_source *watchdog;
+	uint64_t watchdog_usec, last_close_usec;
+	unsigned watchdog_warned;
+	uint64_t windows_published, last_drops;
+	double last_rate;
 	uint64_t closing_seq;	    /* the window being closed, for the flip threads */
 	struct traces_window tstat; /* what the window's sealed batches held */
 	struct dc_windows win;
@@ -126,6 +135,7 @@ struct manager *manager_free(struct manager *m)
 	m->trace_files = sink_free(m->trace_files);
 	sd_event_source_unref(m->traces_io);
 	sd_event_source_unref(m->traces_timer);
+	sd_event_source_unref(m->watchdog);
 	buf_free(&m->tbatch);
 	buf_free(&m->rec);
 	free(m->only);
@@ -512,6 +522,8 @@ static void flip_all(struct manager *m, struct flip_job *jobs, size_t n)
 	}
 }
 
+static void notify_status(struct manager *m, const char *also);
+
 /* Seal the open trace batch and hand it to the trace sinks (files, Kafka). */
 static void traces_publish(struct manager *m, const struct dc_window *w)
 {
@@ -752,6 +764,11 @@ static int manager_close_window(struct manager *m)
 			   : 0;
 	m->self = self;
 
+	m->windows_published++;
+	m->last_close_usec = clock_ns(CLOCK_MONOTONIC) / 1000;
+	m->last_rate = window_seconds(&w) > 0 ? (double)events / window_seconds(&w) : 0;
+	m->last_drops = st.counters[DC_CNT_AGG_FULL] + st.counters[DC_CNT_STASH_FAIL] +
+			st.counters[DC_CNT_NO_ENTRY] + st.tr_drop;
 	buf_reset(&m->rec);
 	record_agent(&m->rec, &ctx, &st);
 	if (!m->rec.err)
@@ -760,6 +777,8 @@ static int manager_close_window(struct manager *m)
 	for (size_t i = 0; i < m->n_sinks; i++)
 		sink_flush(m->sinks[i]);
 	m->urd = NULL; /* urres goes out of scope */
+	if (!m->stopping)
+		notify_status(m, "");
 	return 0;
 }
 
@@ -806,49 +825,443 @@ static int on_files_ring(sd_event_source *s, int fd, uint32_t revents, void *use
 	return 0;
 }
 
+/* Probe families a configuration change restarts (the rest keeps running). */
+enum family {
+	FAM_SYSCALL = 1 << 0, /* with the file layer, traces and their filters */
+	FAM_LIBS = 1 << 1,
+	FAM_VFS = 1 << 2,
+	FAM_PC = 1 << 3,
+	FAM_URING = 1 << 4,
+	FAM_BLOCK = 1 << 5,
+	FAM_ALL = (1 << 6) - 1,
+	/* not families: what else a reload may touch */
+	CH_SINKS = 1 << 8,
+	CH_INTERVAL = 1 << 9,
+	CH_LOG = 1 << 10,
+	CH_TRACE_POLICY = 1 << 11,
+	CH_FILTER = 1 << 12,
+	CH_HOST = 1 << 13,
+};
+
+static unsigned config_changes(const struct dc_config *a, const struct dc_config *b);
+static void families_stop(struct manager *m, unsigned fam);
+static int families_start(struct manager *m, const struct dc_config *cfg, unsigned fam,
+			  bool *config_error);
+static void sinks_stop(struct manager *m);
+static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *config_error);
+static void set_host(struct manager *m, const struct dc_config *cfg);
+static int filter_load(struct manager *m, const struct dc_config *cfg, struct dc_filter **out);
+
+/* STATUS= for systemctl status: what runs, what flows, what is wrong. */
+/* also: other assignments to send in the same message ("READY=1\n") */
+static void notify_status(struct manager *m, const char *also)
+{
+	char probes[256] = "", kafka[96] = "";
+	size_t off = 0;
+
+	for (size_t i = 0; i < m->n_probes; i++)
+		off += (size_t)snprintf(probes + off,
+					off < sizeof(probes) ? sizeof(probes) - off : 0, "%s%s=%s",
+					i ? " " : "", m->probes[i].name, m->probes[i].mechanism);
+	if (m->kafka)
+		snprintf(kafka, sizeof(kafka), "; kafka %s, spool %llu KiB",
+			 m->kafka->stats.errors && m->kafka->stats.pending_bytes ? "retrying"
+										 : "up",
+			 (unsigned long long)(m->kafka->stats.pending_bytes >> 10));
+	sd_notifyf(0,
+		   "%sSTATUS=%s%s%.0f calls/s, %llu windows published, %llu dropped in the last "
+		   "window%s; probes %s",
+		   also, m->reload_error[0] ? m->reload_error : "", m->reload_error[0] ? "; " : "",
+		   m->last_rate, (unsigned long long)m->windows_published,
+		   (unsigned long long)m->last_drops, kafka, probes);
+}
+
+/*
+ * The watchdog is fed from the loop only while windows keep closing: a
+ * loop that still spins but whose windows stalled (a flip stuck in the
+ * kernel, a sink wedged) stops the pings and systemd restarts the agent.
+ */
+static int on_watchdog(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct manager *m = userdata;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC) / 1000;
+	uint64_t limit = (uint64_t)(m->cfg.interval * 2e6) + 10 * USEC_PER_SEC;
+
+	if (now - m->last_close_usec <= limit)
+		sd_notify(0, "WATCHDOG=1");
+	else if (!m->watchdog_warned++)
+		log_error("No window closed for %llu s: withholding the watchdog ping",
+			  (unsigned long long)((now - m->last_close_usec) / USEC_PER_SEC));
+	return sd_event_source_set_time_relative(s, m->watchdog_usec / 3);
+}
+
+static int watchdog_start(struct manager *m)
+{
+	uint64_t usec = 0;
+	int r;
+
+	m->last_close_usec = clock_ns(CLOCK_MONOTONIC) / 1000;
+	if (sd_watchdog_enabled(0, &usec) <= 0 || !usec)
+		return 0; /* systemd asked for no watchdog */
+	m->watchdog_usec = usec;
+	r = sd_event_add_time_relative(m->event, &m->watchdog, CLOCK_MONOTONIC, usec / 3, 0,
+				       on_watchdog, m);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(m->watchdog, SD_EVENT_ON);
+	return r < 0 ? log_error_errno(r, "Cannot arm the watchdog: %m") : 0;
+}
+
+/*
+ * SIGHUP (systemctl reload): read the file again aside and validate it; an
+ * invalid one leaves everything running as it was and says so. A valid one
+ * is applied where it differs: the window so far is published first, then
+ * the probe families whose settings changed (and only those) are reattached
+ * and the sinks reopened if theirs did; the interval, the log level and the
+ * trace sampling change in place, with no program reloaded.
+ */
 static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
-	log_notice("Received SIGHUP: configuration reload is not implemented yet, ignoring");
+	struct manager *m = userdata;
+	struct dc_filter *nf = NULL;
+	struct dc_config nc;
+	bool config_error = false;
+	unsigned ch;
+	int r, level;
+
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=Reloading the configuration",
+		   (unsigned long long)(clock_ns(CLOCK_MONOTONIC) / 1000));
+	m->reload_error[0] = 0;
+	if (!m->reload_load) {
+		log_notice("Received SIGHUP but no configuration file to reload, ignoring");
+		goto done;
+	}
+	r = m->reload_load(m->reload_ctx, &nc);
+	if (r >= 0)
+		r = filter_load(m, &nc, &nf);
+	if (r < 0) {
+		snprintf(m->reload_error, sizeof(m->reload_error),
+			 "reload refused (invalid configuration, see the log): running on the "
+			 "previous one");
+		log_error("Reload refused: the new configuration is invalid; still running on the "
+			  "previous one");
+		goto done;
+	}
+	ch = config_changes(&m->cfg, &nc);
+	if (!ch) {
+		log_info("Reload: configuration unchanged");
+		filter_free(nf);
+		goto done;
+	}
+	level = log_parse_level(nc.log_level);
+	log_set_max_level(level < 0 ? LOG_INFO : level);
+	if (ch & (FAM_ALL | CH_SINKS)) {
+		/* everything counted so far goes out under the old settings */
+		manager_close_window(m);
+		families_stop(m, ch & FAM_ALL);
+		if (ch & CH_FILTER) {
+			filter_free(m->filter);
+			m->filter = TAKE_PTR(nf);
+		}
+		if (ch & CH_HOST)
+			set_host(m, &nc);
+		if (ch & CH_SINKS) {
+			sinks_stop(m);
+			r = sinks_start(m, &nc, &config_error);
+			if (r < 0) {
+				log_error("Reload: the new outputs cannot be opened; reopening the "
+					  "previous ones");
+				sinks_stop(m);
+				nc = m->cfg; /* what follows restarts the rest as it was */
+				r = sinks_start(m, &m->cfg, &config_error);
+				snprintf(m->reload_error, sizeof(m->reload_error),
+					 "reload failed to open the new outputs: running on the "
+					 "previous configuration");
+				if (r < 0)
+					return sd_event_exit(m->event, r);
+			}
+		}
+		r = families_start(m, &nc, ch & FAM_ALL, &config_error);
+		if (r < 0) {
+			log_error(
+			    "Reload: the new probes cannot attach; restoring the previous ones");
+			families_stop(m, ch & FAM_ALL);
+			snprintf(m->reload_error, sizeof(m->reload_error),
+				 "reload failed to attach the new probes: running on the previous "
+				 "configuration");
+			nc = m->cfg;
+			r = families_start(m, &nc, ch & FAM_ALL, &config_error);
+			if (r < 0)
+				return sd_event_exit(m->event, r);
+		}
+	}
+	filter_free(nf);
+	if ((ch & CH_TRACE_POLICY) && m->traces && !(ch & FAM_SYSCALL)) {
+		char err[512];
+
+		r = traces_set_policy(m->traces, &nc, err, sizeof(err));
+		if (r < 0) {
+			log_error("Reload: trace sampling not changed: %s", err);
+			nc = m->cfg; /* keeps the old sampling settings on record */
+		}
+		m->traces_flush_usec = (uint64_t)nc.traces_flush_ms * 1000;
+	}
+	if (ch & CH_INTERVAL) {
+		windows_set_interval(&m->win, (uint64_t)(nc.interval * 1e9));
+		sd_event_source_set_time(
+		    m->timer, windows_deadline(&m->win, clock_ns(CLOCK_MONOTONIC)) / NSEC_PER_USEC);
+	}
+	if (!m->reload_error[0])
+		m->cfg = nc;
+	log_info("Reloaded the configuration: %s%s%s%s%s", ch & FAM_ALL ? "probes reattached " : "",
+		 ch & CH_SINKS ? "outputs reopened " : "", ch & CH_INTERVAL ? "interval " : "",
+		 ch & CH_TRACE_POLICY ? "trace sampling " : "", ch & CH_LOG ? "log level" : "");
+done:
+	notify_status(m, "READY=1\n");
 	return 0;
 }
 
-int manager_new(const struct dc_config *cfg, double duration_sec, struct manager **ret,
-		bool *config_error)
+/* Which part of the agent a setting belongs to, by its key. */
+static unsigned key_scope(const char *path)
 {
-	_cleanup_(manager_freep) struct manager *m = NULL;
-	sigset_t mask;
+	static const struct {
+		const char *prefix;
+		unsigned scope;
+	} t[] = {
+	    {"interval", CH_INTERVAL},
+	    {"log_level", CH_LOG},
+	    {"host", CH_HOST | CH_SINKS | FAM_SYSCALL},
+	    {"output.", CH_SINKS},
+	    {"kafka.", CH_SINKS},
+	    {"spool.", CH_SINKS},
+	    {"traces.output.", CH_SINKS},
+	    {"traces.sampling.", CH_TRACE_POLICY},
+	    {"traces.flush_ms", CH_TRACE_POLICY},
+	    {"traces.", FAM_SYSCALL | CH_SINKS},
+	    {"filter.", CH_FILTER | FAM_ALL},
+	    {"probes.syscall.", FAM_SYSCALL},
+	    {"probes.files.", FAM_SYSCALL},
+	    {"maps.files_", FAM_SYSCALL},
+	    {"probes.vfs.", FAM_VFS},
+	    {"maps.vfs_", FAM_VFS},
+	    {"probes.pagecache.", FAM_PC},
+	    {"maps.pagecache_", FAM_PC},
+	    {"probes.io_uring.", FAM_URING},
+	    {"maps.io_uring_", FAM_URING},
+	    {"probes.block.", FAM_BLOCK},
+	    {"maps.block_", FAM_BLOCK},
+	    {"maps.library_", FAM_LIBS},
+	    /* the map layout and update mode are every family's */
+	    {"maps.", FAM_ALL},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(t); i++)
+		if (!strncmp(path, t[i].prefix, strlen(t[i].prefix)))
+			return t[i].scope;
+	return FAM_ALL | CH_SINKS; /* unknown to this table: restart everything */
+}
+
+/* What differs between two configurations, as key_scope() bits. */
+static unsigned config_changes(const struct dc_config *a, const struct dc_config *b)
+{
+	size_t n;
+	const struct dc_cfg_item *it = config_table(&n);
+	unsigned ch = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (memcmp((const char *)a + it[i].offset, (const char *)b + it[i].offset,
+			   it[i].size))
+			ch |= key_scope(it[i].path);
+	if (a->n_libs != b->n_libs || memcmp(a->libs, b->libs, sizeof(a->libs)))
+		ch |= FAM_LIBS;
+	return ch;
+}
+
+static void probes_report(struct manager *m)
+{
+	m->n_probes = 0;
+	if (m->sys) {
+		m->probes[m->n_probes++] = (struct dc_probe_report){
+		    .name = "syscall",
+		    .mechanism = probe_syscall_mechanism(m->sys),
+		    .detail = probe_syscall_detail(m->sys),
+		};
+		m->probes[m->n_probes++] = (struct dc_probe_report){
+		    .name = "files",
+		    .mechanism = m->files ? probe_syscall_mechanism(m->sys) : "off",
+		    .detail = probe_syscall_files_detail(m->sys)};
+	}
+	if (m->up)
+		m->probes[m->n_probes++] =
+		    (struct dc_probe_report){.name = "libraries",
+					     .mechanism = "uprobe",
+					     .detail = probe_uprobe_detail(m->up)};
+	if (m->vfs)
+		m->probes[m->n_probes++] =
+		    (struct dc_probe_report){.name = "vfs",
+					     .mechanism = probe_vfs_mechanism(m->vfs),
+					     .detail = probe_vfs_detail(m->vfs)};
+	else if (m->vfs_detail[0])
+		m->probes[m->n_probes++] = (struct dc_probe_report){
+		    .name = "vfs", .mechanism = "off", .detail = m->vfs_detail};
+	if (m->pc)
+		m->probes[m->n_probes++] = (struct dc_probe_report){
+		    .name = "pagecache",
+		    .mechanism = probe_pagecache_mechanism(m->pc),
+		    .detail = probe_pagecache_detail(m->pc),
+		};
+	if (m->ur)
+		m->probes[m->n_probes++] = (struct dc_probe_report){
+		    .name = "io_uring",
+		    .mechanism = probe_uring_mechanism(m->ur),
+		    .detail = probe_uring_detail(m->ur),
+		};
+	if (m->blk)
+		m->probes[m->n_probes++] = (struct dc_probe_report){
+		    .name = "block",
+		    .mechanism = probe_block_mechanism(m->blk),
+		    .detail = probe_block_detail(m->blk),
+		};
+}
+
+static void families_stop(struct manager *m, unsigned fam)
+{
+	if (fam & FAM_SYSCALL) {
+		m->traces_io = sd_event_source_disable_unref(m->traces_io);
+		m->traces_timer = sd_event_source_disable_unref(m->traces_timer);
+		m->files_io = sd_event_source_disable_unref(m->files_io);
+		m->traces = NULL;
+		m->files = NULL;
+		m->sys = probe_syscall_free(m->sys);
+	}
+	if (fam & FAM_LIBS)
+		m->up = probe_uprobe_free(m->up);
+	if (fam & FAM_VFS) {
+		m->vfs = probe_vfs_free(m->vfs);
+		m->vfs_detail[0] = 0;
+	}
+	if (fam & FAM_PC)
+		m->pc = probe_pagecache_free(m->pc);
+	if (fam & FAM_URING)
+		m->ur = probe_uring_free(m->ur);
+	if (fam & FAM_BLOCK)
+		m->blk = probe_block_free(m->blk);
+}
+
+/* Attach the families in fam (each one that cfg enables). A family the
+ * kernel refuses is logged and left off, except the syscall layer. */
+static int families_start(struct manager *m, const struct dc_config *cfg, unsigned fam,
+			  bool *config_error)
+{
 	int r;
 
-	*config_error = false;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return log_error_errno(-ENOMEM, "Out of memory");
-	m->cfg = *cfg;
-	{
-		char err[1024], what[256];
+	/* slow attaches (thousands of functions, a big BTF) must not look like
+	 * a hang to systemd: extend the start (or reload) timeout per family */
+	if (fam & FAM_SYSCALL) {
+		sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
+		r = probe_syscall_new(cfg, &m->sys);
+		if (r < 0)
+			return r;
+		m->traces = probe_syscall_traces(m->sys);
+		m->files = probe_syscall_files(m->sys);
+		if (m->traces) {
+			struct traces_resolver tr = {
+			    .comm = trace_comm, .file = trace_file, .opaque = m};
 
-		/* before anything starts: a cgroup that does not exist is the
-		 * configuration's fault, not the host's */
-		r = filter_new(cfg, NULL, &m->filter, err, sizeof(err));
-		if (r < 0) {
-			*config_error = r == -EINVAL;
-			return log_error_errno(r, "Invalid filter: %s", err);
+			traces_set_resolver(m->traces, &tr);
+			m->traces_flush_usec = (uint64_t)cfg->traces_flush_ms * 1000;
+			r = sd_event_add_io(m->event, &m->traces_io, traces_ring_fd(m->traces),
+					    EPOLLIN, on_traces_io, m);
+			if (r >= 0)
+				r = sd_event_add_time_relative(
+				    m->event, &m->traces_timer, CLOCK_MONOTONIC,
+				    m->traces_flush_usec, 1000, on_traces_timer, m);
+			if (r >= 0)
+				r = sd_event_source_set_enabled(m->traces_timer, SD_EVENT_ON);
+			if (r < 0)
+				return log_error_errno(r, "Cannot watch the trace ring: %m");
 		}
-		filter_describe(m->filter, what, sizeof(what));
-		if (filter_active(m->filter))
-			log_info("Filters: %s", what);
+		if (m->files) {
+			if (!m->fh_seen)
+				m->fh_seen = calloc(1, sizeof(*m->fh_seen));
+			if (!m->fh_seen)
+				return log_error_errno(-ENOMEM, "Out of memory");
+			r = sd_event_add_io(m->event, &m->files_io, probe_file_ring_fd(m->files),
+					    EPOLLIN, on_files_ring, m);
+			if (r < 0)
+				return log_error_errno(r, "Cannot watch the file-name ring: %m");
+		}
 	}
+	if ((fam & FAM_LIBS) && cfg->n_libs) {
+		char err[1024];
 
-	if (cfg->host[0])
-		snprintf(m->host, sizeof(m->host), "%s", cfg->host);
-	else if (gethostname(m->host, sizeof(m->host) - 1) < 0)
-		snprintf(m->host, sizeof(m->host), "unknown");
-	read_id("/proc/sys/kernel/random/uuid", m->run_id, sizeof(m->run_id));
-	read_id("/proc/sys/kernel/random/boot_id", m->boot_id, sizeof(m->boot_id));
+		sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
+		r = probe_uprobe_new(cfg, &m->up, err, sizeof(err));
+		if (r < 0) {
+			*config_error = r == -ENOENT || r == -ENOEXEC || r == -E2BIG;
+			return log_error_errno(r, "Cannot probe the configured libraries: %s", err);
+		}
+	}
+	if ((fam & FAM_VFS) && cfg->vfs_enable) {
+		struct probe_vfs_opts vo = {
+		    .mechanism = cfg->vfs_mechanism,
+		    .categories = cfg->vfs_categories,
+		    .max_keys = (unsigned)cfg->vfs_max_keys,
+		    .percpu = strcmp(cfg->map_layout, "shared") != 0,
+		    .exclude_tgid = cfg->exclude_self ? (uint32_t)getpid() : 0,
+		    .filter = m->filter,
+		};
 
-	r = sd_event_default(&m->event);
-	if (r < 0)
-		return log_error_errno(r, "Cannot create the event loop: %m");
+		sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
+		if (strcmp(cfg->vfs_mechanism, "fentry") && strcmp(cfg->vfs_mechanism, "kprobe"))
+			tracefs_ensure();
+		r = probe_vfs_new(&vo, &m->vfs, m->vfs_detail, sizeof(m->vfs_detail));
+		if (r == -EINVAL) {
+			*config_error = true;
+			return log_error_errno(r, "probes.vfs: %s", m->vfs_detail);
+		}
+		if (r < 0)
+			/* expected on kernels without fentry and kprobes: the other layers run */
+			log_notice("VFS probes off: %s", m->vfs_detail);
+	}
+	if ((fam & FAM_PC) && cfg->pagecache_enable) {
+		r = probe_pagecache_new(cfg, &m->pc);
+		if (r < 0)
+			log_warning_errno(
+			    r, "Page-cache probes unavailable (%m): layer off, ignoring");
+	}
+	if ((fam & FAM_URING) && cfg->uring_enable) {
+		r = probe_uring_new(cfg, &m->ur);
+		if (r < 0)
+			log_warning_errno(r,
+					  "io_uring probes unavailable (%m): layer off, ignoring");
+	}
+	if ((fam & FAM_BLOCK) && cfg->block_enable) {
+		r = probe_block_new(cfg, &m->blk);
+		if (r < 0)
+			/* the other layers still run; the agent record lists no block probe */
+			log_warning_errno(
+			    r, "Block probes unavailable (%m): block layer off, ignoring");
+	}
+	probes_report(m);
+	/* loading parsed the kernel's BTF (tens of MB) and freed it: hand the
+	 * freed heap back, or it stays in the agent's RSS for its whole life */
+	malloc_trim(0);
+	return 0;
+}
+
+static void sinks_stop(struct manager *m)
+{
+	/* Kafka's final flush happens here, after the last window was handed over */
+	for (size_t i = 0; i < m->n_sinks; i++)
+		m->sinks[i] = sink_free(m->sinks[i]);
+	m->n_sinks = 0;
+	m->kafka = NULL;
+	m->trace_files = sink_free(m->trace_files);
+}
+
+static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *config_error)
+{
+	int r;
 
 	if (cfg->output[0]) {
 		r = sink_file_new(cfg->output, SINK_MAX_PENDING, &m->sinks[m->n_sinks]);
@@ -856,7 +1269,6 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 			return log_error_errno(r, "Cannot open the output %s: %m", cfg->output);
 		m->n_sinks++;
 	}
-
 	if (cfg->kafka_brokers[0]) {
 		char err[1024];
 		struct sink_kafka_params kp = {
@@ -890,12 +1302,6 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 				       "No output: output.path is empty and kafka.brokers is "
 				       "not set; records would go nowhere");
 	}
-
-	r = cgroup_cache_new(NULL, &m->cgroups);
-	if (r < 0)
-		log_warning_errno(r, "Cannot open the cgroup2 hierarchy (%m): records will carry "
-				     "cgroup ids without paths, ignoring");
-
 	if (cfg->traces_enable && cfg->traces_dir[0]) {
 		struct sink_trace_params tp = {
 		    .dir = cfg->traces_dir,
@@ -910,125 +1316,68 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 			return log_error_errno(r, "Cannot write trace files in %s: %m",
 					       cfg->traces_dir);
 	}
+	return 0;
+}
 
-	r = probe_syscall_new(cfg, &m->sys);
+static void set_host(struct manager *m, const struct dc_config *cfg)
+{
+	if (cfg->host[0])
+		snprintf(m->host, sizeof(m->host), "%s", cfg->host);
+	else if (gethostname(m->host, sizeof(m->host) - 1) < 0)
+		snprintf(m->host, sizeof(m->host), "unknown");
+}
+
+static int filter_load(struct manager *m, const struct dc_config *cfg, struct dc_filter **out)
+{
+	char err[1024], what[256];
+	int r = filter_new(cfg, NULL, out, err, sizeof(err));
+
+	if (r < 0)
+		return log_error_errno(r, "Invalid filter: %s", err);
+	filter_describe(*out, what, sizeof(what));
+	if (filter_active(*out))
+		log_info("Filters: %s", what);
+	return 0;
+}
+
+int manager_new(const struct dc_config *cfg, double duration_sec, struct manager **ret,
+		bool *config_error)
+{
+	_cleanup_(manager_freep) struct manager *m = NULL;
+	sigset_t mask;
+	int r;
+
+	*config_error = false;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return log_error_errno(-ENOMEM, "Out of memory");
+	m->cfg = *cfg;
+	/* before anything starts: a cgroup that does not exist is the
+	 * configuration's fault, not the host's */
+	r = filter_load(m, cfg, &m->filter);
+	if (r < 0) {
+		*config_error = r == -EINVAL;
+		return r;
+	}
+	set_host(m, cfg);
+	read_id("/proc/sys/kernel/random/uuid", m->run_id, sizeof(m->run_id));
+	read_id("/proc/sys/kernel/random/boot_id", m->boot_id, sizeof(m->boot_id));
+
+	r = sd_event_default(&m->event);
+	if (r < 0)
+		return log_error_errno(r, "Cannot create the event loop: %m");
+	r = sinks_start(m, cfg, config_error);
 	if (r < 0)
 		return r;
-	m->traces = probe_syscall_traces(m->sys);
-	if (m->traces) {
-		struct traces_resolver tr = {.comm = trace_comm, .file = trace_file, .opaque = m};
 
-		traces_set_resolver(m->traces, &tr);
-		m->traces_flush_usec = (uint64_t)cfg->traces_flush_ms * 1000;
-		r = sd_event_add_io(m->event, &m->traces_io, traces_ring_fd(m->traces), EPOLLIN,
-				    on_traces_io, m);
-		if (r >= 0)
-			r = sd_event_add_time_relative(m->event, &m->traces_timer, CLOCK_MONOTONIC,
-						       m->traces_flush_usec, 1000, on_traces_timer,
-						       m);
-		if (r >= 0)
-			r = sd_event_source_set_enabled(m->traces_timer, SD_EVENT_ON);
-		if (r < 0)
-			return log_error_errno(r, "Cannot watch the trace ring: %m");
-	}
-	m->probes[m->n_probes++] = (struct dc_probe_report){
-	    .name = "syscall",
-	    .mechanism = probe_syscall_mechanism(m->sys),
-	    .detail = probe_syscall_detail(m->sys),
-	};
-	if (cfg->n_libs) {
-		char err[1024];
-
-		r = probe_uprobe_new(cfg, &m->up, err, sizeof(err));
-		if (r < 0) {
-			*config_error = r == -ENOENT || r == -ENOEXEC || r == -E2BIG;
-			return log_error_errno(r, "Cannot probe the configured libraries: %s", err);
-		}
-		m->probes[m->n_probes++] =
-		    (struct dc_probe_report){.name = "libraries",
-					     .mechanism = "uprobe",
-					     .detail = probe_uprobe_detail(m->up)};
-	}
-	if (cfg->vfs_enable) {
-		struct probe_vfs_opts vo = {
-		    .mechanism = cfg->vfs_mechanism,
-		    .categories = cfg->vfs_categories,
-		    .max_keys = (unsigned)cfg->vfs_max_keys,
-		    .percpu = strcmp(cfg->map_layout, "shared") != 0,
-		    .exclude_tgid = cfg->exclude_self ? (uint32_t)getpid() : 0,
-		    .filter = m->filter,
-		};
-
-		if (strcmp(cfg->vfs_mechanism, "fentry") && strcmp(cfg->vfs_mechanism, "kprobe"))
-			tracefs_ensure();
-		r = probe_vfs_new(&vo, &m->vfs, m->vfs_detail, sizeof(m->vfs_detail));
-		if (r == -EINVAL) {
-			*config_error = true;
-			return log_error_errno(r, "probes.vfs: %s", m->vfs_detail);
-		}
-		if (r < 0) {
-			/* expected on kernels without fentry and kprobes: the other layers run */
-			log_notice("VFS probes off: %s", m->vfs_detail);
-			m->probes[m->n_probes++] = (struct dc_probe_report){
-			    .name = "vfs", .mechanism = "off", .detail = m->vfs_detail};
-		} else
-			m->probes[m->n_probes++] =
-			    (struct dc_probe_report){.name = "vfs",
-						     .mechanism = probe_vfs_mechanism(m->vfs),
-						     .detail = probe_vfs_detail(m->vfs)};
-	}
-	m->files = probe_syscall_files(m->sys);
-	m->probes[m->n_probes++] = (struct dc_probe_report){
-	    .name = "files",
-	    .mechanism = m->files ? probe_syscall_mechanism(m->sys) : "off",
-	    .detail = probe_syscall_files_detail(m->sys)};
-	if (m->files) {
-		m->fh_seen = calloc(1, sizeof(*m->fh_seen));
-		if (!m->fh_seen)
-			return log_error_errno(-ENOMEM, "Out of memory");
-		r = sd_event_add_io(m->event, &m->files_io, probe_file_ring_fd(m->files), EPOLLIN,
-				    on_files_ring, m);
-		if (r < 0)
-			return log_error_errno(r, "Cannot watch the file-name ring: %m");
-	}
+	r = cgroup_cache_new(NULL, &m->cgroups);
+	if (r < 0)
+		log_warning_errno(r, "Cannot open the cgroup2 hierarchy (%m): records will carry "
+				     "cgroup ids without paths, ignoring");
 	m->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
-	if (cfg->pagecache_enable) {
-		r = probe_pagecache_new(cfg, &m->pc);
-		if (r < 0)
-			log_warning_errno(
-			    r, "Page-cache probes unavailable (%m): layer off, ignoring");
-		else
-			m->probes[m->n_probes++] = (struct dc_probe_report){
-			    .name = "pagecache",
-			    .mechanism = probe_pagecache_mechanism(m->pc),
-			    .detail = probe_pagecache_detail(m->pc),
-			};
-	}
-	if (cfg->uring_enable) {
-		r = probe_uring_new(cfg, &m->ur);
-		if (r < 0)
-			log_warning_errno(r,
-					  "io_uring probes unavailable (%m): layer off, ignoring");
-		else
-			m->probes[m->n_probes++] = (struct dc_probe_report){
-			    .name = "io_uring",
-			    .mechanism = probe_uring_mechanism(m->ur),
-			    .detail = probe_uring_detail(m->ur),
-			};
-	}
-	if (cfg->block_enable) {
-		r = probe_block_new(cfg, &m->blk);
-		if (r < 0)
-			/* the other layers still run; the agent record lists no block probe */
-			log_warning_errno(
-			    r, "Block probes unavailable (%m): block layer off, ignoring");
-		else
-			m->probes[m->n_probes++] = (struct dc_probe_report){
-			    .name = "block",
-			    .mechanism = probe_block_mechanism(m->blk),
-			    .detail = probe_block_detail(m->blk),
-			};
-	}
+	r = families_start(m, cfg, FAM_ALL, config_error);
+	if (r < 0)
+		return r;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -1055,23 +1404,27 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 		if (r < 0)
 			return log_error_errno(r, "Cannot arm the duration timer: %m");
 	}
-	/* loading parsed the kernel's BTF (tens of MB) and freed it: hand the
-	 * freed heap back, or it stays in the agent's RSS for its whole life */
-	malloc_trim(0);
-
-	/* pings only when systemd asked for a watchdog (WATCHDOG_USEC) */
-	sd_event_set_watchdog(m->event, true);
+	r = watchdog_start(m);
+	if (r < 0)
+		return r;
 
 	*ret = TAKE_PTR(m);
 	return 0;
+}
+
+void manager_set_reload(struct manager *m, int (*load)(void *ctx, struct dc_config *out), void *ctx)
+{
+	m->reload_load = load;
+	m->reload_ctx = ctx;
 }
 
 int manager_run(struct manager *m)
 {
 	int r;
 
-	sd_notifyf(0, "READY=1\nSTATUS=syscall probes on %s, %g s windows, writing to %s",
-		   probe_syscall_mechanism(m->sys), m->cfg.interval, m->cfg.output);
+	/* probes attached and sinks up (a broker that is down is the spool's
+	 * business, not a reason to hold readiness back) */
+	notify_status(m, "READY=1\n");
 	log_info("Running: %g s windows, records to %s", m->cfg.interval, m->cfg.output);
 	r = sd_event_loop(m->event);
 	if (r < 0)

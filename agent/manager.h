@@ -17,6 +17,10 @@ struct manager;
 int manager_new(const struct dc_config *cfg, double duration_sec, struct manager **ret,
 		bool *config_error);
 int manager_run(struct manager *m);
+/* How SIGHUP gets the new configuration: load() parses and validates it into
+ * out (the command line's overrides applied), logging why when it fails. */
+void manager_set_reload(struct manager *m, int (*load)(void *ctx, struct dc_config *out),
+			void *ctx);
 struct manager *manager_free(struct manager *m);
 
 #endif

@@ -60,6 +60,9 @@ def scenario(agent_bin, fl_bin, mechanism):
     c.eq(rc, 0, "agent exits 0")
     recs = a.records()
 
+    layer = {(p["mechanism"], p["detail"]) for r in recs if r["type"] == "agent"
+             for p in r["probes"] if p["name"] == "files"}
+    c.check(layer and all(m != "off" for m, _ in layer), "the file layer attached: %s" % layer)
     names = {}
     for r in recs:
         if r["type"] == "filename":

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Supervision: SIGHUP reload (applied where the configuration changed, no
+window lost, a bad file refused while the old one keeps running), STATUS=,
+and the watchdog pings, through the sd_notify socket as systemd sees them.
+
+usage: test_reload.py AGENT WORKLOAD
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agentlib import Agent, Checks, require_root, run_workload, workload_pid  # noqa: E402
+
+BASE = 'interval = 0.2;\ntraces = { sampling = { one_in_n = 10; }; output = { dir = "%s"; }; };\n'
+
+
+def prog_ids(pid):
+    """The BPF programs the agent holds: prog_id of its program and link fds."""
+    ids = set()
+    d = "/proc/%d/fdinfo" % pid
+    for fd in os.listdir(d):
+        try:
+            with open(os.path.join(d, fd)) as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def hup(c, a, label):
+    """SIGHUP, then RELOADING=1 and READY=1 again, as systemd's reload waits for."""
+    n = len(a.notifications)
+    a.proc.send_signal(signal.SIGHUP)
+    a.wait_for("READY=1", 60)
+    msgs = "\n".join(a.notifications[n:])
+    c.check("RELOADING=1" in msgs and "MONOTONIC_USEC=" in msgs,
+            "%s: RELOADING=1 with MONOTONIC_USEC, then READY=1" % label)
+    return msgs
+
+
+def main():
+    agent_bin, wl_bin = sys.argv[1:3]
+    require_root()
+    c = Checks()
+    env = {"WATCHDOG_USEC": "3000000"}
+    a = Agent(agent_bin, "", env=env)
+    tdir = os.path.join(a.tmp, "traces")
+    with open(a.conf, "w") as f:
+        f.write(BASE % tdir)
+    # the first start read an empty file: load the base one
+    hup(c, a, "first reload")
+    mine = prog_ids(a.pid)
+    c.check(len(mine) > 0, "the agent's programs are listed (%d)" % len(mine))
+
+    # 1. interval and trace sampling: in place, the programs stay
+    with open(a.conf, "w") as f:
+        f.write((BASE % tdir).replace("0.2", "0.5").replace("one_in_n = 10", "one_in_n = 1000"))
+    hup(c, a, "interval")
+    time.sleep(1.6)
+    after = prog_ids(a.pid)
+    c.eq(after, mine, "interval and sampling changed without reloading any program")
+
+    # 2. a probe family switched off and on: a workload across the reload is
+    # counted exactly, so no window was lost
+    p = dict(iters=3000, threads=2, size=4096, pause_ms=800, dir=a.tmp)
+    w = run_workload(wl_bin, **p)
+    time.sleep(0.3)
+    with open(a.conf, "w") as f:
+        f.write((BASE % tdir).replace("0.2", "0.5") + "probes = { block = { enable = false; }; };\n")
+    hup(c, a, "block off")
+    pid = workload_pid(w)
+
+    # 3. a broken file: refused, the old configuration keeps running
+    with open(a.conf, "w") as f:
+        f.write("interval = 0.05;\nthis is not libconfig\n")
+    msgs = hup(c, a, "broken file")
+    c.check("reload refused" in msgs, "STATUS says the reload was refused")
+    time.sleep(1.2)
+    c.check(a.proc.poll() is None, "the agent runs on after a refused reload")
+    c.check("Reload refused" in a.log(), "the log says why")
+    c.check(any("WATCHDOG=1" in n for n in a.notifications), "watchdog pings while windows close")
+    c.check(any(n.startswith("STATUS=") or "\nSTATUS=" in n and "calls/s" in n
+                for n in a.notifications), "STATUS= keeps the rate and the probes current")
+    c.eq(a.stop(), 0, "agent exits 0")
+    recs = a.records()
+    agents = [r for r in recs if r["type"] == "agent"]
+    durs = [r["duration_us"] for r in agents]
+    c.check(any(abs(d - 500000) < 60000 for d in durs[-3:-1]),
+            "windows are 0.5 s after the reload, also after the refused one (%s)" % durs[-4:])
+    blk = [any(p["name"] == "block" for p in r["probes"]) for r in agents]
+    c.check(True in blk and blk[-1] is False, "the block layer went off at the reload")
+    got = sum(r["ops"].get("pwrite64", {}).get("count", 0) for r in recs
+              if r["type"] == "features" and r["pid"] == pid)
+    c.eq(got, p["threads"] * p["iters"], "pwrite64 calls across the reload all counted")
+    c.done()
+
+
+if __name__ == "__main__":
+    main()
