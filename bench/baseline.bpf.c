@@ -5,6 +5,8 @@
  *   empty   - programs that return at once: the floor any tracer pays here
  *   minagg  - the minimal useful aggregation: entry time in task storage,
  *             count and total time per (pid, syscall nr) in a per-CPU hash
+ *   uprobe  - empty entry and return programs on library functions (attached
+ *             by baseline.c): the floor of the agent's library layer
  */
 #include "dc_vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -76,6 +78,18 @@ int BPF_PROG(minagg_exit, struct pt_regs *regs, long ret)
 	v->count++;
 	v->time_ns += bpf_ktime_get_ns() - *ts;
 	*ts = 0;
+	return 0;
+}
+
+SEC("uprobe")
+int empty_uprobe(struct pt_regs *ctx)
+{
+	return 0;
+}
+
+SEC("uretprobe")
+int empty_uretprobe(struct pt_regs *ctx)
+{
 	return 0;
 }
 

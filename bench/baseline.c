@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Load one comparison variant of baseline.bpf.c, print "ready", wait for a
- * signal. usage: baseline empty|minagg */
+ * signal. usage: baseline empty|minagg
+ *                baseline uprobe LIBRARY FUNCTION...  (entry and return probes,
+ *                on every process) */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,15 +10,44 @@
 
 #include "baseline.skel.h"
 
+#define MAX_LINKS 32 /* two per function; the benchmark probes a handful */
+
+static int attach_uprobes(struct baseline_bpf *skel, const char *lib, char **funcs, int n,
+			  struct bpf_link **links)
+{
+	int k = 0;
+
+	for (int i = 0; i < n && k + 2 <= MAX_LINKS; i++) {
+		for (int ret = 1; ret >= 0; ret--) {
+			LIBBPF_OPTS(bpf_uprobe_opts, o, .func_name = funcs[i], .retprobe = ret);
+			struct bpf_program *prog =
+			    ret ? skel->progs.empty_uretprobe : skel->progs.empty_uprobe;
+
+			links[k] = bpf_program__attach_uprobe_opts(prog, -1, lib, 0, &o);
+			if (!links[k]) {
+				fprintf(stderr, "baseline: cannot probe %s in %s: %m\n", funcs[i],
+					lib);
+				return -1;
+			}
+			k++;
+		}
+	}
+	return k;
+}
+
 int main(int argc, char **argv)
 {
+	struct bpf_link *links[MAX_LINKS] = {};
 	struct baseline_bpf *skel;
-	bool empty;
+	bool empty, uprobe;
+	int n_links = 0;
 	sigset_t set;
 	int sig;
 
-	if (argc != 2 || (strcmp(argv[1], "empty") && strcmp(argv[1], "minagg"))) {
-		fprintf(stderr, "usage: baseline empty|minagg\n");
+	uprobe = argc >= 4 && !strcmp(argv[1], "uprobe");
+	if (!uprobe && (argc != 2 || (strcmp(argv[1], "empty") && strcmp(argv[1], "minagg")))) {
+		fprintf(stderr, "usage: baseline empty|minagg\n"
+				"       baseline uprobe LIBRARY FUNCTION...\n");
 		return 2;
 	}
 	empty = !strcmp(argv[1], "empty");
@@ -29,16 +60,24 @@ int main(int argc, char **argv)
 		return 1;
 	bpf_program__set_autoload(skel->progs.empty_enter, empty);
 	bpf_program__set_autoload(skel->progs.empty_exit, empty);
-	bpf_program__set_autoload(skel->progs.minagg_enter, !empty);
-	bpf_program__set_autoload(skel->progs.minagg_exit, !empty);
-	if (baseline_bpf__load(skel) || baseline_bpf__attach(skel)) {
+	bpf_program__set_autoload(skel->progs.minagg_enter, !empty && !uprobe);
+	bpf_program__set_autoload(skel->progs.minagg_exit, !empty && !uprobe);
+	bpf_program__set_autoload(skel->progs.empty_uprobe, uprobe);
+	bpf_program__set_autoload(skel->progs.empty_uretprobe, uprobe);
+	if (baseline_bpf__load(skel) ||
+	    (uprobe ? (n_links = attach_uprobes(skel, argv[2], argv + 3, argc - 3, links)) < 0
+		    : baseline_bpf__attach(skel) != 0)) {
 		fprintf(stderr, "baseline: cannot load or attach\n");
+		for (int i = 0; i < MAX_LINKS; i++)
+			bpf_link__destroy(links[i]);
 		baseline_bpf__destroy(skel);
 		return 1;
 	}
 	printf("ready\n");
 	fflush(stdout);
 	sigwait(&set, &sig);
+	for (int i = 0; i < n_links; i++)
+		bpf_link__destroy(links[i]);
 	baseline_bpf__destroy(skel);
 	return 0;
 }
