@@ -167,6 +167,31 @@ static void pc_fields(struct dc_json *j, const struct dc_pc_val *v, uint64_t pag
 	json_u64(j, page_size);
 }
 
+/* "key": {name: {count, time_ns, bytes, errors, quantiles, histogram}, ...}:
+ * function-level layers and io_uring opcodes alike. */
+static void stat_objects(struct dc_json *j, const char *key, const struct dc_lib_stat *st, size_t n)
+{
+	json_key(j, key);
+	json_obj_begin(j);
+	for (size_t i = 0; i < n; i++) {
+		json_key(j, st[i].feature);
+		json_obj_begin(j);
+		json_key(j, "count");
+		json_u64(j, st[i].count);
+		json_key(j, "time_ns");
+		json_u64(j, st[i].time_ns);
+		json_key(j, "bytes");
+		json_u64(j, st[i].bytes);
+		json_key(j, "errors");
+		json_u64(j, st[i].errors);
+		quantile(j, "lat_p50_ns", st[i].lat, 0.5);
+		quantile(j, "lat_p99_ns", st[i].lat, 0.99);
+		hist(j, "lat_hist", st[i].lat, DC_LAT_SLOTS);
+		json_obj_end(j);
+	}
+	json_obj_end(j);
+}
+
 /* Darshan's counters, named as Darshan names them (lower case, no prefix). */
 static void access_fields(struct dc_json *j, const struct dc_file_sum *s)
 {
@@ -395,53 +420,10 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 		json_obj_end(&j);
 	}
 
-	if (lay && lay->libs_on) {
-		json_key(&j, "functions");
-		json_obj_begin(&j);
-		for (size_t i = 0; i < lay->n_libs; i++) {
-			const struct dc_lib_stat *l = &lay->libs[i];
-
-			json_key(&j, l->feature);
-			json_obj_begin(&j);
-			json_key(&j, "count");
-			json_u64(&j, l->count);
-			json_key(&j, "time_ns");
-			json_u64(&j, l->time_ns);
-			json_key(&j, "bytes");
-			json_u64(&j, l->bytes);
-			json_key(&j, "errors");
-			json_u64(&j, l->errors);
-			quantile(&j, "lat_p50_ns", l->lat, 0.5);
-			quantile(&j, "lat_p99_ns", l->lat, 0.99);
-			hist(&j, "lat_hist", l->lat, DC_LAT_SLOTS);
-			json_obj_end(&j);
-		}
-		json_obj_end(&j);
-	}
-
-	if (lay && lay->uring_on) {
-		json_key(&j, "io_uring");
-		json_obj_begin(&j);
-		for (size_t i = 0; i < lay->n_uring; i++) {
-			const struct dc_lib_stat *u = &lay->uring[i];
-
-			json_key(&j, u->feature);
-			json_obj_begin(&j);
-			json_key(&j, "count");
-			json_u64(&j, u->count);
-			json_key(&j, "errors");
-			json_u64(&j, u->errors);
-			json_key(&j, "bytes");
-			json_u64(&j, u->bytes);
-			json_key(&j, "time_ns");
-			json_u64(&j, u->time_ns);
-			quantile(&j, "lat_p50_ns", u->lat, 0.5);
-			quantile(&j, "lat_p99_ns", u->lat, 0.99);
-			hist(&j, "lat_hist", u->lat, DC_LAT_SLOTS);
-			json_obj_end(&j);
-		}
-		json_obj_end(&j);
-	}
+	if (lay && lay->libs_on)
+		stat_objects(&j, "functions", lay->libs, lay->n_libs);
+	if (lay && lay->uring_on)
+		stat_objects(&j, "io_uring", lay->uring, lay->n_uring);
 
 	if (lay && lay->pc_on) {
 		static const struct dc_pc_val none;

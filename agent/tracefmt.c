@@ -134,29 +134,47 @@ static void put_us3(struct dc_buf *b, uint64_t ns)
 	buf_put(b, frac, 3);
 }
 
+/* {"name":<name>,"cat":"dftracer","ph":"M","args":{ ... }}: DFTracer's
+ * metadata records; the caller writes the args between open and close. */
+static void meta_open(struct trace_batch *b, struct dc_json *j, const char *name)
+{
+	json_init(j, &b->meta);
+	json_obj_begin(j);
+	json_key(j, "name");
+	json_str(j, name);
+	json_key(j, "cat");
+	json_str(j, "dftracer");
+	json_key(j, "ph");
+	json_str(j, "M");
+	json_key(j, "args");
+	json_obj_begin(j);
+}
+
+/* a hash written raw (not through dc_json): the next key needs its comma */
+static void meta_hash(struct trace_batch *b, struct dc_json *j, const char *key, uint64_t h)
+{
+	json_key(j, key);
+	put_hex16(&b->meta, h);
+	j->first[j->depth] = false;
+}
+
+static void meta_close(struct trace_batch *b, struct dc_json *j)
+{
+	json_obj_end(j);
+	json_obj_end(j);
+	buf_putc(&b->meta, '\n');
+	b->n_meta++;
+}
+
 static void meta_host(struct trace_batch *b, const struct trace_host *h)
 {
 	struct dc_json j;
 
-	json_init(&j, &b->meta);
-	json_obj_begin(&j);
-	json_key(&j, "name");
-	json_str(&j, "HH");
-	json_key(&j, "cat");
-	json_str(&j, "dftracer");
-	json_key(&j, "ph");
-	json_str(&j, "M");
-	json_key(&j, "args");
-	json_obj_begin(&j);
+	meta_open(b, &j, "HH");
 	json_key(&j, "name");
 	json_str(&j, h->name);
-	json_key(&j, "value");
-	put_hex16(&b->meta, h->hhash);
-	j.first[j.depth] = false;
-	json_obj_end(&j);
-	json_obj_end(&j);
-	buf_putc(&b->meta, '\n');
-	b->n_meta++;
+	meta_hash(b, &j, "value", h->hhash);
+	meta_close(b, &j);
 }
 
 static void meta_file(struct trace_batch *b, const struct trace_host *h, uint64_t fhash,
@@ -164,27 +182,12 @@ static void meta_file(struct trace_batch *b, const struct trace_host *h, uint64_
 {
 	struct dc_json j;
 
-	json_init(&j, &b->meta);
-	json_obj_begin(&j);
-	json_key(&j, "name");
-	json_str(&j, "FH");
-	json_key(&j, "cat");
-	json_str(&j, "dftracer");
-	json_key(&j, "ph");
-	json_str(&j, "M");
-	json_key(&j, "args");
-	json_obj_begin(&j);
-	json_key(&j, "hhash");
-	put_hex16(&b->meta, h->hhash);
-	j.first[j.depth] = false;
+	meta_open(b, &j, "FH");
+	meta_hash(b, &j, "hhash", h->hhash);
 	json_key(&j, "name");
 	json_str(&j, path);
-	json_key(&j, "value");
-	put_hex16(&b->meta, fhash);
-	json_obj_end(&j);
-	json_obj_end(&j);
-	buf_putc(&b->meta, '\n');
-	b->n_meta++;
+	meta_hash(b, &j, "value", fhash);
+	meta_close(b, &j);
 }
 
 static void meta_process(struct trace_batch *b, uint32_t pid, const char *comm)

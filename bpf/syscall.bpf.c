@@ -292,52 +292,37 @@ static __always_inline __u64 regs_size_arg(struct pt_regs *regs, __u32 src)
 #define BTF_ARG(i)  PT_REGS_PARM##i##_SYSCALL(regs)
 #define CORE_ARG(i) PT_REGS_PARM##i##_CORE_SYSCALL(regs)
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(dc_enter_btf, struct pt_regs *regs, long nr)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 op = lookup_op(nr);
-	struct dc_stash *st;
-
-	if (!op)
-		return 0;
-	if (dc_filtered(task)) {
-		stash_filtered(task, op);
-		return 0;
+/* sys_enter on tp_btf and raw_tp: the same program but for how the
+ * arguments are read (plain loads of the BTF-typed regs, or CO-RE reads) */
+#define DC_ENTER_PROG(sec, name, ARG)                                         \
+	SEC(sec)                                                              \
+	int BPF_PROG(name, struct pt_regs *regs, long nr)                     \
+	{                                                                     \
+		struct task_struct *task = bpf_get_current_task_btf();        \
+		__u32 op = lookup_op(nr);                                     \
+		struct dc_stash *st;                                          \
+                                                                              \
+		if (!op)                                                      \
+			return 0;                                             \
+		if (dc_filtered(task)) {                                      \
+			stash_filtered(task, op);                             \
+			return 0;                                             \
+		}                                                             \
+		st = stash_open(task, op, regs_size_arg(regs, size_src(op))); \
+		if (!st)                                                      \
+			return 0;                                             \
+		FILE_ENTER(st, task, nr, ARG);                                \
+		stash_stamp(st);                                              \
+		return 0;                                                     \
 	}
-	st = stash_open(task, op, regs_size_arg(regs, size_src(op)));
-	if (!st)
-		return 0;
-	FILE_ENTER(st, task, nr, BTF_ARG);
-	stash_stamp(st);
-	return 0;
-}
+
+DC_ENTER_PROG("tp_btf/sys_enter", dc_enter_btf, BTF_ARG)
+DC_ENTER_PROG("raw_tp/sys_enter", dc_enter_raw, CORE_ARG)
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(dc_exit_btf, struct pt_regs *regs, long ret)
 {
 	on_exit(DC_REGS_SYSCALL_NR(regs), ret);
-	return 0;
-}
-
-SEC("raw_tp/sys_enter")
-int BPF_PROG(dc_enter_raw, struct pt_regs *regs, long nr)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 op = lookup_op(nr);
-	struct dc_stash *st;
-
-	if (!op)
-		return 0;
-	if (dc_filtered(task)) {
-		stash_filtered(task, op);
-		return 0;
-	}
-	st = stash_open(task, op, regs_size_arg(regs, size_src(op)));
-	if (!st)
-		return 0;
-	FILE_ENTER(st, task, nr, CORE_ARG);
-	stash_stamp(st);
 	return 0;
 }
 
