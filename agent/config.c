@@ -181,6 +181,10 @@ static const struct dc_cfg_item items[] = {
     {"kafka.properties", CFG_STRLIST, F(kafka_properties), "", 0, 0, NULL,
      "librdkafka properties, [\"name=value\", ...], passed verbatim after the agent's "
      "defaults (TLS, SASL, batching); a rejected one stops the agent with librdkafka's reason"},
+    {"kafka.secrets_file", CFG_STRING, F(kafka_secrets), "", 0, 0, NULL,
+     "file of librdkafka \"name=value\" lines applied after kafka.properties, for credentials "
+     "(sasl.password, ssl.key.password, sasl.oauthbearer.client.secret): it must be owned by "
+     "root and readable by root only (mode 0600), or the agent refuses to start; \"\": none"},
     {"kafka.flush_timeout", CFG_FLOAT, F(kafka_flush_timeout), "5.0", 0, 300, NULL,
      "seconds a stopping agent waits for deliveries; what is left stays in the spool"},
     {"kafka.start_timeout", CFG_FLOAT, F(kafka_start_timeout), "3.0", 0, 60, NULL,
@@ -664,9 +668,10 @@ void config_print_help(FILE *f)
 	    ");\n"
 	    "    functions are fnmatch patterns over the library's symbols; bytes names those "
 	    "whose\n"
-	    "    return value is a byte count (negative: an error). Uprobes cost about a "
-	    "microsecond\n"
-	    "    per call, so none are attached unless listed here.\n";
+	    "    return value is a byte count (negative: an error). A uprobe traps on every "
+	    "call\n"
+	    "    (a microsecond on bare metal, tens in some VMs): none are attached unless "
+	    "listed.\n";
 
 	fprintf(f, "Settings of %s (libconfig syntax; dotted names are groups):\n\n",
 		DC_CONFIG_DEFAULT_PATH);

@@ -94,6 +94,7 @@ struct dc_config {
 	char kafka_topic_meta[256];
 	char kafka_key[16];	     /* host | host_cgroup */
 	char kafka_properties[8192]; /* "name=value" lines */
+	char kafka_secrets[1024];    /* path: root-only "name=value" lines */
 	double kafka_flush_timeout;  /* seconds */
 	double kafka_start_timeout;  /* seconds */
 	char spool_dir[DC_STR_MAX];

@@ -5,12 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "args.h"
 #include "config.h"
 #include "log.h"
 #include "manager.h"
+#include "secrets.h"
 
 /* Exit codes: 0 done, 1 could not run (BPF refused, output unusable, ...),
  * 2 bad command line or configuration. */
@@ -30,9 +32,32 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	n = strlen(buf);
 	if (n && buf[n - 1] == '\n')
 		buf[n - 1] = 0;
-	fprintf(stderr, "libbpf: %s\n", buf);
+	/* most of libbpf's lines name it already */
+	log_debug("%s%s", strncmp(buf, "libbpf: ", 8) ? "libbpf: " : "", buf);
 	free(buf);
 	return 0;
+}
+
+/*
+ * Credentials in kafka.properties are warned about, not refused: the key
+ * predates kafka.secrets_file, and an agent that stops at an upgrade stops
+ * watching the fleet. Only a file that others than root can read earns the
+ * warning: a root-owned 0600 main file is as safe as a secrets file. It
+ * speaks at the level the file itself asks for.
+ */
+static void warn_secrets(const char *path, const struct dc_config *cfg)
+{
+	char name[256];
+	struct stat st;
+
+	if (log_parse_level(cfg->log_level) < LOG_WARNING ||
+	    !secrets_find(cfg->kafka_properties, name, sizeof(name)) || stat(path, &st) < 0 ||
+	    (!(st.st_mode & 044) && st.st_uid == 0))
+		return;
+	log_warning("%s can be read by others than root (mode %04o, owner uid %u), yet its "
+		    "kafka.properties sets %s: move credentials to a root-only file named by "
+		    "kafka.secrets_file",
+		    path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, name);
 }
 
 static int load_config(const struct dc_args *a, struct dc_config *cfg)
@@ -48,11 +73,17 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
 		r = config_load(cfg, path, err, sizeof(err));
 		if (r < 0)
 			return log_error("Invalid configuration: %s", err), r;
+		warn_secrets(path, cfg);
 	}
 	if (a->interval && (r = config_set(cfg, "interval", a->interval, err, sizeof(err))) < 0)
 		return log_error("--interval: %s", err), r;
 	if (a->output && (r = config_set(cfg, "output.path", a->output, err, sizeof(err))) < 0)
 		return log_error("--output: %s", err), r;
+	/* last: its lines apply after kafka.properties, and a reload reads it again */
+	if (cfg->kafka_secrets[0] &&
+	    (r = secrets_load(cfg->kafka_secrets, cfg->kafka_properties,
+			      sizeof(cfg->kafka_properties), err, sizeof(err))) < 0)
+		return log_error("Invalid configuration: %s", err), r;
 	return 0;
 }
 

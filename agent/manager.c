@@ -75,7 +75,7 @@ struct manager {
 	void *reload_ctx;
 	char reload_error[160]; /* why the last reload did not take, for STATUS= */
 	sd_event_source *watchdog;
-	uint64_t watchdog_usec, last_close_usec;
+	uint64_t watchdog_usec, last_close_usec, status_usec;
 	unsigned watchdog_warned;
 	uint64_t windows_published, last_drops;
 	double last_rate;
@@ -777,8 +777,12 @@ static int manager_close_window(struct manager *m)
 	for (size_t i = 0; i < m->n_sinks; i++)
 		sink_flush(m->sinks[i]);
 	m->urd = NULL; /* urres goes out of scope */
-	if (!m->stopping)
+	/* systemd reads these; once a second is enough for systemctl status,
+	 * and a listener that reads slowly must not slow the windows */
+	if (!m->stopping && m->last_close_usec - m->status_usec >= USEC_PER_SEC) {
+		m->status_usec = m->last_close_usec;
 		notify_status(m, "");
+	}
 	return 0;
 }
 

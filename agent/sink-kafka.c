@@ -34,6 +34,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "secrets.h"
 #include "segment.h"
 #include "sink.h"
 #include "spool.h"
@@ -96,6 +97,7 @@ struct sink_kafka {
 	unsigned lat_n;
 	uint64_t segments_done;
 	uint64_t tx_bytes, txmsg_bytes; /* librdkafka statistics: wire and payload bytes */
+	char *props; /* the properties, to keep their secret values out of librdkafka's words */
 };
 
 static uint64_t now_usec(void)
@@ -559,6 +561,9 @@ static void kafka_free(struct dc_sink *s)
 		rd_kafka_poll(k->rk, 0);
 		rd_kafka_destroy(k->rk);
 	}
+	if (k->props)
+		explicit_bzero(k->props, strlen(k->props));
+	free(k->props);
 	while ((g = k->head)) {
 		k->head = g->next;
 		kseg_free(g);
@@ -586,7 +591,11 @@ static const struct dc_sink_ops kafka_ops = {
 static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
 	struct sink_kafka *k = opaque;
+	char buf[1024];
 
+	/* an authentication failure may quote what it was given */
+	secrets_scrub(buf, sizeof(buf), reason, k->props);
+	reason = buf;
 	if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
 		if (!k->brokers_down)
 			log_warning("Kafka: all brokers are down (%s); records wait in the spool",
@@ -606,7 +615,16 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 /* librdkafka's own log lines repeat what error_cb reports; keep them for debug */
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
-	log_full_errno(level > LOG_CRIT ? LOG_DEBUG : level, 0, "librdkafka %s: %s", fac, buf);
+	struct sink_kafka *k = rd_kafka_opaque(rk);
+	char line[2048];
+
+	level = level > LOG_CRIT ? LOG_DEBUG : level;
+	if (level > log_get_max_level())
+		return;
+	/* debug=conf dumps the configuration, and librdkafka 2.0 does not
+	 * redact sasl.oauthbearer.client.secret there */
+	secrets_scrub(line, sizeof(line), buf, k ? k->props : NULL);
+	log_full_errno(level, 0, "librdkafka %s: %s", fac, line);
 }
 
 /* librdkafka's statistics (every statistics.interval.ms): keep the totals of
@@ -647,7 +665,15 @@ static int conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, 
 	char e[512];
 
 	if (rd_kafka_conf_set(conf, name, value, e, sizeof(e)) != RD_KAFKA_CONF_OK) {
-		snprintf(err, errlen, "Kafka property %s=%s: %s", name, value, e);
+		char line[1536], why[512];
+
+		/* librdkafka's reason may quote the value ("Unsupported value ...") */
+		snprintf(line, sizeof(line), "%s=%s", name, value);
+		secrets_scrub(why, sizeof(why), e, line);
+		if (secret_property(name, strlen(name)))
+			snprintf(err, errlen, "Kafka property %s (value not shown): %s", name, why);
+		else
+			snprintf(err, errlen, "Kafka property %s=%s: %s", name, value, why);
 		return -EINVAL;
 	}
 	return 0;
@@ -710,8 +736,10 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 	int r;
 
 	k = calloc(1, sizeof(*k));
-	if (!k)
+	if (!k || !(k->props = strdup(p->properties ? p->properties : ""))) {
+		free(k);
 		return -ENOMEM;
+	}
 	k->base.ops = &kafka_ops;
 	k->pipe[0] = k->pipe[1] = -1;
 	k->key_cgroup = p->key_cgroup;
@@ -747,18 +775,23 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 		eq = memchr(line, '=', n);
 		if (!eq || eq == line || (size_t)(eq - line) >= sizeof(name) ||
 		    n - (size_t)(eq - line) > sizeof(value)) {
-			snprintf(err, errlen, "kafka.properties: '%.*s' is not name=value", (int)n,
-				 line);
+			/* up to a separator someone might have used instead of '=',
+			 * so that a "sasl.password: ..." line shows its name only */
+			size_t shown = eq ? (size_t)(eq - line) : strcspn(line, ": \t\n");
+
+			snprintf(err, errlen, "kafka.properties: '%.*s%s' is not name=value",
+				 (int)(shown < n ? shown : n), line, shown < n ? "..." : "");
 			r = -EINVAL;
 			break;
 		}
 		snprintf(name, sizeof(name), "%.*s", (int)(eq - line), line);
 		snprintf(value, sizeof(value), "%.*s", (int)(n - (size_t)(eq - line) - 1), eq + 1);
 		r = conf_set(conf, name, value, err, errlen);
+		explicit_bzero(value, sizeof(value));
 	}
 	if (r) {
 		rd_kafka_conf_destroy(conf);
-		free(k);
+		kafka_free(&k->base);
 		return r;
 	}
 	rd_kafka_conf_set_opaque(conf, k);
@@ -769,9 +802,12 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 
 	k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof(e));
 	if (!k->rk) {
-		snprintf(err, errlen, "Kafka producer: %s", e);
+		char why[512];
+
+		secrets_scrub(why, sizeof(why), e, k->props);
+		snprintf(err, errlen, "Kafka producer: %s", why);
 		rd_kafka_conf_destroy(conf);
-		free(k);
+		kafka_free(&k->base);
 		return -EINVAL;
 	}
 	for (int i = 0; i < DC_REC_MAX; i++) {

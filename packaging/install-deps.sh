@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install what datacrumbs needs from Debian 12 packages, and nothing from
 # anywhere else. Groups: build (compile the agent and its BPF programs),
-# test (run the test suite), bench (the benchmarks' comparison tracers).
-# Usage: packaging/install-deps.sh [build] [test] [bench]   (default: build test)
+# test (run the test suite), bench (the benchmarks' comparison tracers),
+# package (build and check the .deb and .rpm, boot the unit in a container).
+# Usage: packaging/install-deps.sh [build] [test] [bench] [package]   (default: build test)
 set -euo pipefail
 
 groups=("$@")
@@ -10,8 +11,16 @@ groups=("$@")
 
 build_pkgs=(gcc libc6-dev linux-libc-dev pkg-config meson ninja-build clang bpftool
             libbpf-dev libelf-dev zlib1g-dev libsystemd-dev libconfig-dev librdkafka-dev libzstd-dev)
-test_pkgs=(python3 jq clang-format kcat qemu-system-x86 cpio zstd e2fsprogs)  # zstd: decode trace files independently; e2fsprogs: the ext4 test
+test_pkgs=(python3 jq clang-format kcat qemu-system-x86 cpio zstd e2fsprogs libclang-rt-14-dev)  # libclang-rt-14-dev: libFuzzer (tests/fuzz); zstd: decode trace files independently; e2fsprogs: the ext4 test
+# the end-to-end test (tests/e2e): a debootstrapped Debian root booted by systemd-nspawn,
+# configured by the Ansible role in deploy/; python3-yaml: the DaemonSet manifest test;
+# procps: pgrep finds the container's init and agent
+test_pkgs+=(debootstrap systemd-container ansible python3-yaml procps)
 bench_pkgs=(bpftrace e2fsprogs mount)  # mount: losetup; e2fsprogs: mkfs.ext4 (layers_bench.py)
+# rpm: rpmbuild and rpm -qlp; elfutils: eu-strip for rpm's debuginfo split; debootstrap and
+# systemd-container: a Debian root booted by systemd-nspawn runs the unit under a real systemd
+package_pkgs=(debhelper dpkg-dev fakeroot lintian rpm rpmlint elfutils debootstrap systemd-container)
+test_pkgs+=("${package_pkgs[@]}")  # the packaging suite builds and lints the .deb and the .rpm
 
 pkgs=()
 for g in "${groups[@]}"; do
@@ -19,7 +28,8 @@ for g in "${groups[@]}"; do
     build) pkgs+=("${build_pkgs[@]}") ;;
     test) pkgs+=("${test_pkgs[@]}") ;;
     bench) pkgs+=("${bench_pkgs[@]}") ;;
-    *) echo "install-deps: unknown group '$g' (build, test, bench)" >&2; exit 2 ;;
+    package) pkgs+=("${package_pkgs[@]}") ;;
+    *) echo "install-deps: unknown group '$g' (build, test, bench, package)" >&2; exit 2 ;;
   esac
 done
 

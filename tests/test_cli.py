@@ -91,4 +91,69 @@ shipped = open(shipped_conf).read()
 missing = [k for k in keys if k.split(".")[-1] + " = " not in shipped]
 c.check(len(keys) >= 10, "--help-config listed %d keys" % len(keys))
 c.check(not missing, "conf/datacrumbs.conf documents every key (%s)" % missing)
+
+# kafka.secrets_file: root's alone or the agent does not start; a value is never shown
+SECRET = "s3cr3t-%d" % os.getpid()
+sec = os.path.join(tmp, "kafka.secrets")
+with open(sec, "w") as f:
+    f.write("# credentials\nsasl.username=agent\nsasl.password=%s\n" % SECRET)
+os.chmod(sec, 0o644)
+p = conf('kafka = { secrets_file = "%s"; };\n' % sec)
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and sec in err and "mode 0644" in err and SECRET not in out + err,
+        "a 0644 secrets file refused: exit 2, file and mode named (%r)" % err)
+os.chmod(sec, 0o600)
+is_root = os.geteuid() == 0
+if is_root:
+    rc, out, err = run("--check-config=" + p)
+    c.check(rc == 0 and SECRET not in out + err, "a root-owned 0600 secrets file accepted (%r)" % err)
+    os.chown(sec, 65534, -1)
+    rc, out, err = run("--check-config=" + p)
+    c.check(rc == 2 and sec in err and "not root" in err, "a secrets file not root's refused (%r)" % err)
+    os.chown(sec, 0, -1)
+    with open(sec, "a") as f:
+        f.write("sasl.password %s\n" % SECRET)
+    rc, out, err = run("--check-config=" + p)
+    c.check(rc == 2 and sec + ":4:" in err and SECRET not in out + err,
+            "a bad secrets line named by number, its text not shown (%r)" % err)
+else:
+    print("SKIP - secrets file ownership checks need root (the agent wants root's file)")
+# a credential in the (world-readable) main file is warned about, without its value
+p = conf('kafka = { properties = ["sasl.password=%s"]; };\n' % SECRET)
+os.chmod(p, 0o644)
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 0 and "sasl.password" in err and "0644" in err and "kafka.secrets_file" in err
+        and SECRET not in out + err, "a secret in a 0644 config: warned, value not shown (%r)" % err)
+if is_root:
+    os.chmod(p, 0o600)
+    rc, out, err = run("--check-config=" + p)
+    c.check(rc == 0 and "sasl.password" not in err, "a root-only config: no warning (%r)" % err)
+p = conf('log_level = "err";\nkafka = { properties = ["sasl.password=%s"]; };\n' % SECRET)
+os.chmod(p, 0o644)
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 0 and err == "", "log_level = \"err\" leaves the warning out (%r)" % err)
+
+
+# under systemd, stderr is the journal and JOURNAL_STREAM names it: "<N>" priorities
+def run_journal(stream, *args, conf_path):
+    with tempfile.TemporaryFile(mode="w+") as f:
+        st = os.fstat(f.fileno())
+        env = dict(os.environ, JOURNAL_STREAM=stream or "%d:%d" % (st.st_dev, st.st_ino))
+        p = subprocess.run([agent, "--check-config=" + conf_path, *args], stdout=subprocess.PIPE,
+                           stderr=f, text=True, env=env, timeout=30)
+        f.seek(0)
+        return p.returncode, f.read()
+
+
+rc, err = run_journal(None, conf_path=conf("interval = 0.5;\nmaps = { max_keys = 10; };\n"))
+c.check(rc == 2 and err.startswith("<3>Invalid configuration") and "datacrumbs:" not in err,
+        "stderr is the journal: an error carries <3> (%r)" % err)
+p = conf('kafka = { properties = ["sasl.password=%s"]; };\n' % SECRET)
+os.chmod(p, 0o644)
+rc, err = run_journal(None, conf_path=p)
+c.check(rc == 0 and err.startswith("<4>") and "sasl.password" in err,
+        "stderr is the journal: a warning carries <4> (%r)" % err)
+rc, err = run_journal("1:1", conf_path=conf("maps = { max_keys = 10; };\n"))
+c.check(rc == 2 and err.startswith("datacrumbs: Invalid configuration") and "<3>" not in err,
+        "JOURNAL_STREAM inherited but stderr elsewhere: plain lines (%r)" % err)
 c.done()

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SKIP = 77
@@ -49,22 +50,39 @@ class Agent:
         self.proc = subprocess.Popen(cmd, env=e, stdout=stdout_file or subprocess.DEVNULL,
                                      stderr=self.stderr)
         self.notifications = []
+        self._thread = None
         self.wait_for("READY=1", 60)
 
+    def _reader(self):
+        # systemd reads every notification; so must we, or the agent's
+        # sendmsg() blocks once the socket's queue is full
+        while True:
+            try:
+                msg = self.sock.recv(4096).decode()
+            except OSError:
+                return
+            with self._lock:
+                self.notifications.append(msg)
+
     def wait_for(self, what, timeout):
+        """Wait for a notification carrying `what` after the one the last call found."""
+        if not self._thread:
+            self._lock = threading.Lock()
+            self._cursor = 0
+            self._thread = threading.Thread(target=self._reader, daemon=True)
+            self._thread.start()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            with self._lock:
+                msgs = self.notifications[self._cursor:]
+            for i, msg in enumerate(msgs):
+                if what in msg.split("\n"):
+                    self._cursor += i + 1
+                    return
             if self.proc.poll() is not None:
                 raise RuntimeError("agent exited with %d before %s:\n%s"
                                    % (self.proc.returncode, what, self.log()))
-            self.sock.settimeout(0.2)
-            try:
-                msg = self.sock.recv(4096).decode()
-            except socket.timeout:
-                continue
-            self.notifications.append(msg)
-            if what in msg.split("\n"):
-                return
+            time.sleep(0.05)
         raise RuntimeError("agent did not send %s within %ds:\n%s" % (what, timeout, self.log()))
 
     def log(self):

@@ -52,6 +52,14 @@ int main(void)
 	r = config_load_string(&c, "interval = 1.0\nmaps = {", err, sizeof(err));
 	CHECK(r < 0 && strstr(err, ":2:"), "syntax error carries libconfig's line: %s", err);
 
+	r = config_load_string(&c, "kafka = { secrets_file = \"/etc/datacrumbs/k.secrets\"; };\n",
+			       err, sizeof(err));
+	CHECK(r == 0 && !strcmp(c.kafka_secrets, "/etc/datacrumbs/k.secrets"),
+	      "kafka.secrets_file is a path (%s)", r ? err : "");
+	r = config_load_string(&c, "kafka = { secrets_file = [\"a=b\"]; };\n", err, sizeof(err));
+	CHECK(r < 0 && strstr(err, "kafka.secrets_file") && strstr(err, "string"),
+	      "kafka.secrets_file holds a file name, not the lines: %s", err);
+
 	CHECK(config_set(&c, "interval", "0.25", err, sizeof(err)) == 0 && c.interval == 0.25,
 	      "override");
 	CHECK(config_set(&c, "interval", "0", err, sizeof(err)) < 0,
