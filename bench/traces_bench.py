@@ -18,10 +18,12 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
-import subprocess
+import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from syscall_bench import run_loop, start_agent  # noqa: E402  (one loop, one agent start)
 
 CONFIGS = {
     "off": "traces = { enable = false; };",
@@ -30,34 +32,6 @@ CONFIGS = {
     "all": "traces = { ring_mib = %(ring)d; sampling = { one_in_n = 1; rate = 0; slow_ms = 0; };"
            " output = { dir = \"%(dir)s\"; }; };",
 }
-
-
-def start_agent(build, tmp, text):
-    sock_path = os.path.join(tmp, "notify")
-    if os.path.exists(sock_path):
-        os.unlink(sock_path)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    s.bind(sock_path)
-    out = os.path.join(tmp, "agent.jsonl")
-    conf = os.path.join(tmp, "bench.conf")
-    with open(conf, "w") as f:
-        f.write("interval = 1.0;\n" + text + "\n")
-    p = subprocess.Popen([os.path.join(build, "agent/datacrumbs"), "-c", conf, "-o", out],
-                         env=dict(os.environ, NOTIFY_SOCKET=sock_path),
-                         stderr=subprocess.DEVNULL)
-    s.settimeout(60)
-    while "READY=1" not in s.recv(4096).decode().split("\n"):
-        pass
-    s.close()
-    return p, out
-
-
-def run_loop(build, path, ops):
-    cmd = [os.path.join(build, "bench/iobench"), path, str(ops)]
-    if shutil.which("taskset"):
-        cmd = ["taskset", "-c", "1"] + cmd
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.split()
-    return float(out[2]), float(out[1]) / 1e9
 
 
 def main():
