@@ -165,6 +165,24 @@ static const struct dc_cfg_item items[] = {
      "or this age"},
     {"traces.output.max_mib", CFG_INT, F(traces_max_mib), "1024", 1, 1 << 24, NULL,
      "bound on the directory's trace files: the oldest are deleted (and counted) first"},
+    {"budget.cpu", CFG_FLOAT, F(budget_cpu), "0.01", 0, 64, NULL,
+     "what the agent may cost, kernel programs plus user space, as a fraction of one core "
+     "averaged over budget.period; over it, detail is given up in order (trace sampling ten "
+     "times sparser, traces off, library uprobes off, VFS function probes off; the syscall, "
+     "file, page-cache, io_uring and block layers always stay) and restored in reverse when "
+     "back under; 0: no budget"},
+    {"budget.period", CFG_FLOAT, F(budget_period), "60", 1, 3600, NULL,
+     "seconds the cost is averaged over; a level is judged on a full period of its own"},
+    {"budget.recover_below", CFG_FLOAT, F(budget_recover_below), "0.5", 0.05, 0.95, NULL,
+     "a step is taken back when the cost stays under this fraction of budget.cpu for a "
+     "period"},
+    {"self.bpf_stats", CFG_BOOL, F(self_bpf_stats), "true", 0, 0, NULL,
+     "time every BPF program (the kernel's run-time statistics, on for the agent's lifetime "
+     "through BPF_ENABLE_STATS: about two clock reads per program run); false: the cost and "
+     "the budget count the agent's user-space CPU only"},
+    {"self.map_scan_sec", CFG_FLOAT, F(self_map_scan_sec), "10", 0, 86400, NULL,
+     "how often the hash maps are walked to publish their fill (one system call per entry); "
+     "0: never"},
     {"kafka.brokers", CFG_STRING, F(kafka_brokers), "", 0, 0, NULL,
      "bootstrap servers (host:port,...); empty: no Kafka, records go to output.path only"},
     {"kafka.topics.features", CFG_STRING, F(kafka_topic_features), "datacrumbs.features", 0, 0,

@@ -62,6 +62,9 @@ struct dc_config {
 	int64_t files_max_keys;
 	int64_t files_max_positions;
 	int64_t files_ring_kib;
+	double budget_cpu, budget_period, budget_recover_below;
+	bool self_bpf_stats;
+	double self_map_scan_sec;
 	bool traces_enable;
 	int64_t traces_ring_mib;
 	int64_t traces_flush_ms;

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "cgroup.h"
 #include "filter.h"
 #include "fs-util.h"
@@ -29,6 +30,7 @@
 #include "traces.h"
 #include "probe-syscall.h"
 #include "record.h"
+#include "selfcost.h"
 #include "selfstat.h"
 #include "uring-ops.h"
 #include "sink.h"
@@ -87,6 +89,18 @@ struct manager {
 	char boot_id[40];
 	struct dc_buf rec;
 	struct dc_selfstat self;
+	struct selfcost *cost;
+	struct dc_budget *budget;
+	unsigned budget_level;	       /* in force: what the running probes reflect */
+	uint64_t budget_switch_ns;     /* CPU the last change of level took (attach, detach) */
+	uint64_t budget_switch_us_pub; /* the same, for the next window's record */
+	bool vfs_attached;	       /* the VFS layer attached under this configuration */
+	char budget_note[160];	       /* the last change of level, for STATUS= */
+	struct dc_sink_stats sinks_prev[2];
+	struct window_losses {
+		uint64_t map_full, ring_full, sampled_out, recursion_misses;
+		uint64_t queue_full, spool_shed, sink_dropped_bytes;
+	} losses;
 	struct dc_probe_report probes[10];
 	size_t n_probes;
 	bool stopping;
@@ -129,6 +143,8 @@ struct manager *manager_free(struct manager *m)
 	free(m->libstats);
 	m->cgroups = cgroup_cache_free(m->cgroups);
 	m->filter = filter_free(m->filter);
+	m->cost = selfcost_free(m->cost);
+	free(m->budget);
 	/* Kafka's final flush happens here, after the last window was handed over */
 	for (size_t i = 0; i < m->n_sinks; i++)
 		m->sinks[i] = sink_free(m->sinks[i]);
@@ -458,6 +474,7 @@ struct flip_job {
 	bool threaded;
 	pthread_t thread;
 	struct manager *m;
+	uint64_t cpu_ns; /* the thread's CPU: this family's share of the agent's */
 };
 
 static int flip_syscall(struct manager *m, void *res)
@@ -498,8 +515,10 @@ static int flip_vfs(struct manager *m, void *res)
 static void *flip_thread(void *p)
 {
 	struct flip_job *j = p;
+	uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 
 	j->r = j->run(j->m, j->res);
+	j->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 	return NULL;
 }
 
@@ -599,6 +618,93 @@ static uint64_t trace_file(void *opaque, uint32_t dev, uint64_t ino, const char 
 	return fn ? fn->hash : 0;
 }
 
+/* One window's losses of every layer and sink, in one place: what a
+ * consumer checks before trusting the window's numbers. */
+static void window_losses(struct manager *m, const struct dc_agent_stats *st)
+{
+	struct window_losses *l = &m->losses;
+
+	*l = (struct window_losses){
+	    .map_full =
+		st->counters[DC_CNT_AGG_FULL] + st->counters[DC_CNT_STASH_FAIL] +
+		st->blk_counters[DC_BLK_CNT_AGG_FULL] + st->blk_counters[DC_BLK_CNT_RQ_FULL] +
+		st->pc_counters[DC_PC_CNT_AGG_FULL] + st->ur_counters[DC_UR_CNT_AGG_FULL] +
+		st->ur_counters[DC_UR_CNT_INFLIGHT_FULL] + st->file_counters[DC_FILE_CNT_AGG_FULL] +
+		st->file_counters[DC_FILE_CNT_POS_FAIL] + st->up_counters[DC_FN_CNT_AGG_FULL] +
+		st->vfs_counters[DC_FN_CNT_AGG_FULL],
+	    .ring_full = st->tr_drop + st->file_counters[DC_FILE_CNT_PATH_LOST],
+	    .sampled_out = st->tr_out,
+	    .recursion_misses = st->recursion_misses + st->blk_recursion_misses +
+				st->pc_recursion_misses + st->ur_recursion_misses,
+	};
+	for (size_t i = 0; i < m->n_sinks && i < ELEMENTSOF(m->sinks_prev); i++) {
+		const struct dc_sink_stats *now = &m->sinks[i]->stats, *prev = &m->sinks_prev[i];
+
+		l->queue_full += now->queue_full - prev->queue_full;
+		l->spool_shed += now->shed_records - prev->shed_records;
+		l->sink_dropped_bytes += now->dropped_bytes - prev->dropped_bytes;
+		m->sinks_prev[i] = *now;
+	}
+}
+
+static void report_self(struct dc_json *j, void *opaque)
+{
+	struct manager *m = opaque;
+	const struct window_losses *l = &m->losses;
+
+	selfcost_json(m->cost, j);
+	json_key(j, "losses");
+	json_obj_begin(j);
+	json_key(j, "map_full");
+	json_u64(j, l->map_full);
+	json_key(j, "ring_full");
+	json_u64(j, l->ring_full);
+	json_key(j, "sampled_out");
+	json_u64(j, l->sampled_out);
+	json_key(j, "recursion_misses");
+	json_u64(j, l->recursion_misses);
+	json_key(j, "queue_full");
+	json_u64(j, l->queue_full);
+	json_key(j, "spool_shed");
+	json_u64(j, l->spool_shed);
+	json_key(j, "sink_dropped_bytes");
+	json_u64(j, l->sink_dropped_bytes);
+	json_obj_end(j);
+
+	json_key(j, "budget");
+	if (m->cfg.budget_cpu <= 0) {
+		json_null(j);
+		return;
+	}
+	json_obj_begin(j);
+	json_key(j, "cpu");
+	json_double(j, m->cfg.budget_cpu);
+	json_key(j, "period_s");
+	json_double(j, m->cfg.budget_period);
+	json_key(j, "average");
+	json_double(j, m->budget->judged);
+	json_key(j, "level");
+	json_u64(j, m->budget_level);
+	json_key(j, "step");
+	json_str(j, budget_level_name(m->budget_level));
+	json_key(j, "reduced");
+	json_arr_begin(j);
+	for (unsigned lv = 1; lv <= m->budget_level; lv++)
+		if (m->budget->applicable & (1u << lv))
+			json_str(j, budget_level_name(lv));
+	json_arr_end(j);
+	json_key(j, "at_floor");
+	json_bool(j, m->budget->at_floor);
+	json_key(j, "switch_cpu_us");
+	json_u64(j, m->budget_switch_us_pub);
+	json_obj_end(j);
+}
+
+static unsigned budget_feed(struct manager *m, uint64_t window_ns, uint64_t cost_ns);
+static void budget_change(struct manager *m, unsigned level);
+static void budget_apply(struct manager *m, unsigned level);
+static void probes_report(struct manager *m);
+
 /* Close the current window and publish everything it counted. */
 static int manager_close_window(struct manager *m)
 {
@@ -615,27 +721,38 @@ static int manager_close_window(struct manager *m)
 	struct dc_window w;
 	struct dc_record_ctx ctx;
 	uint64_t t0, records = 0, events = 0;
+	unsigned next_level;
 
 	windows_close(&m->win, clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_REALTIME) / 1000, &w);
 	ctx = (struct dc_record_ctx){
 	    .host = m->host, .run_id = m->run_id, .boot_id = m->boot_id, .w = &w};
 
+	struct flip_job jobs[] = {
+	    {.family = "syscall", .run = flip_syscall, .res = &res, .on = true},
+	    {.family = "file", .run = flip_files, .res = &fres, .on = m->files != NULL},
+	    {.family = "block", .run = flip_block, .res = &bres, .on = m->blk != NULL},
+	    {.family = "page-cache", .run = flip_pagecache, .res = &pres, .on = m->pc != NULL},
+	    {.family = "io_uring", .run = flip_uring, .res = &urres, .on = m->ur != NULL},
+	    {.family = "library", .run = flip_uprobe, .res = &ures, .on = m->up != NULL},
+	    {.family = "VFS", .run = flip_vfs, .res = &vres, .on = m->vfs != NULL},
+	};
+
+	m->closing_seq = w.seq;
+	flip_all(m, jobs, ELEMENTSOF(jobs));
 	{
-		struct flip_job jobs[] = {
-		    {.family = "syscall", .run = flip_syscall, .res = &res, .on = true},
-		    {.family = "file", .run = flip_files, .res = &fres, .on = m->files != NULL},
-		    {.family = "block", .run = flip_block, .res = &bres, .on = m->blk != NULL},
-		    {.family = "page-cache",
-		     .run = flip_pagecache,
-		     .res = &pres,
-		     .on = m->pc != NULL},
-		    {.family = "io_uring", .run = flip_uring, .res = &urres, .on = m->ur != NULL},
-		    {.family = "library", .run = flip_uprobe, .res = &ures, .on = m->up != NULL},
-		    {.family = "VFS", .run = flip_vfs, .res = &vres, .on = m->vfs != NULL},
+		/* the kernel counters first, as close to the flip as they can be */
+		struct selfcost_layer layers[] = {
+		    {"syscall", m->sys ? probe_syscall_object(m->sys) : NULL,
+		     jobs[0].cpu_ns + jobs[1].cpu_ns},
+		    {"block", m->blk ? probe_block_object(m->blk) : NULL, jobs[2].cpu_ns},
+		    {"page_cache", m->pc ? probe_pagecache_object(m->pc) : NULL, jobs[3].cpu_ns},
+		    {"io_uring", m->ur ? probe_uring_object(m->ur) : NULL, jobs[4].cpu_ns},
+		    {"libraries", m->up ? probe_uprobe_object(m->up) : NULL, jobs[5].cpu_ns},
+		    {"vfs", m->vfs ? probe_vfs_object(m->vfs) : NULL, jobs[6].cpu_ns},
 		};
 
-		m->closing_seq = w.seq;
-		flip_all(m, jobs, ELEMENTSOF(jobs));
+		selfcost_window(m->cost, layers, ELEMENTSOF(layers),
+				w.end_mono_ns - w.start_mono_ns);
 	}
 	m->fres = &fres;
 	m->urd = m->ur ? &urres : NULL;
@@ -762,6 +879,25 @@ static int manager_close_window(struct manager *m)
 	st.cpu_share = window_seconds(&w) > 0
 			   ? (double)(st.cpu_user_us + st.cpu_sys_us) / 1e6 / window_seconds(&w)
 			   : 0;
+	st.bpf_run_ns = selfcost_bpf_ns(m->cost);
+	st.bpf_stats = selfcost_bpf_stats(m->cost);
+	st.bpf_share =
+	    window_seconds(&w) > 0 ? (double)st.bpf_run_ns / 1e9 / window_seconds(&w) : 0;
+	st.total_share = st.bpf_share + st.cpu_share;
+	{
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+		st.node_share = st.total_share / (double)(ncpu > 0 ? ncpu : 1);
+	}
+	/* judged now, so the record says what this window weighed; applied
+	 * after it is published, so each window ran at one level throughout */
+	next_level = m->stopping
+			 ? m->budget_level
+			 : budget_feed(m, w.end_mono_ns - w.start_mono_ns,
+				       st.bpf_run_ns + (st.cpu_user_us + st.cpu_sys_us) * 1000);
+	window_losses(m, &st);
+	st.self = report_self;
+	st.self_opaque = m;
 	m->self = self;
 
 	m->windows_published++;
@@ -777,6 +913,9 @@ static int manager_close_window(struct manager *m)
 	for (size_t i = 0; i < m->n_sinks; i++)
 		sink_flush(m->sinks[i]);
 	m->urd = NULL; /* urres goes out of scope */
+	m->budget_switch_us_pub = 0; /* published in this window's record */
+	if (next_level != m->budget_level)
+		budget_change(m, next_level);
 	/* systemd reads these; once a second is enough for systemctl status,
 	 * and a listener that reads slowly must not slow the windows */
 	if (!m->stopping && m->last_close_usec - m->status_usec >= USEC_PER_SEC) {
@@ -845,6 +984,8 @@ enum family {
 	CH_TRACE_POLICY = 1 << 11,
 	CH_FILTER = 1 << 12,
 	CH_HOST = 1 << 13,
+	CH_BUDGET = 1 << 14,
+	CH_SELF = 1 << 15,
 };
 
 static unsigned config_changes(const struct dc_config *a, const struct dc_config *b);
@@ -860,7 +1001,7 @@ static int filter_load(struct manager *m, const struct dc_config *cfg, struct dc
 /* also: other assignments to send in the same message ("READY=1\n") */
 static void notify_status(struct manager *m, const char *also)
 {
-	char probes[256] = "", kafka[96] = "";
+	char probes[256] = "", kafka[96] = "", budget[256] = "";
 	size_t off = 0;
 
 	for (size_t i = 0; i < m->n_probes; i++)
@@ -872,12 +1013,17 @@ static void notify_status(struct manager *m, const char *also)
 			 m->kafka->stats.errors && m->kafka->stats.pending_bytes ? "retrying"
 										 : "up",
 			 (unsigned long long)(m->kafka->stats.pending_bytes >> 10));
+	if (m->cfg.budget_cpu > 0)
+		snprintf(budget, sizeof(budget), "; cost %.2f%% of a core (budget %.2f%%%s%s%s)",
+			 m->budget->judged * 100, m->cfg.budget_cpu * 100,
+			 m->budget_level ? ", " : "", m->budget_level ? m->budget_note : "",
+			 m->budget->at_floor ? ", over at the floor" : "");
 	sd_notifyf(0,
 		   "%sSTATUS=%s%s%.0f calls/s, %llu windows published, %llu dropped in the last "
-		   "window%s; probes %s",
+		   "window%s%s; probes %s",
 		   also, m->reload_error[0] ? m->reload_error : "", m->reload_error[0] ? "; " : "",
 		   m->last_rate, (unsigned long long)m->windows_published,
-		   (unsigned long long)m->last_drops, kafka, probes);
+		   (unsigned long long)m->last_drops, kafka, budget, probes);
 }
 
 /*
@@ -984,6 +1130,8 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 					return sd_event_exit(m->event, r);
 			}
 		}
+		if (ch & FAM_VFS)
+			m->vfs_attached = false; /* judged afresh under the new settings */
 		r = families_start(m, &nc, ch & FAM_ALL, &config_error);
 		if (r < 0) {
 			log_error(
@@ -1014,11 +1162,33 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		sd_event_source_set_time(
 		    m->timer, windows_deadline(&m->win, clock_ns(CLOCK_MONOTONIC)) / NSEC_PER_USEC);
 	}
+	if (ch & CH_SELF) {
+		struct selfcost *sc;
+
+		if (selfcost_new(nc.self_bpf_stats, nc.self_map_scan_sec, &sc) >= 0) {
+			selfcost_free(m->cost);
+			m->cost = sc;
+		}
+	}
 	if (!m->reload_error[0])
 		m->cfg = nc;
-	log_info("Reloaded the configuration: %s%s%s%s%s", ch & FAM_ALL ? "probes reattached " : "",
-		 ch & CH_SINKS ? "outputs reopened " : "", ch & CH_INTERVAL ? "interval " : "",
-		 ch & CH_TRACE_POLICY ? "trace sampling " : "", ch & CH_LOG ? "log level" : "");
+	if (ch & CH_BUDGET) {
+		/* a new budget starts from full detail and judges it afresh */
+		struct dc_budget_params bp = {.cpu = m->cfg.budget_cpu,
+					      .period_sec = m->cfg.budget_period,
+					      .recover_below = m->cfg.budget_recover_below};
+
+		budget_init(m->budget, &bp);
+		m->budget_note[0] = 0;
+		budget_apply(m, DC_BUDGET_FULL);
+	} else if (m->budget_level && (ch & (FAM_ALL | CH_TRACE_POLICY)))
+		/* restarted families and a new trace policy come back at the
+		 * level in force, not at full detail */
+		budget_apply(m, m->budget_level);
+	log_info("Reloaded the configuration: %s%s%s%s%s%s",
+		 ch & FAM_ALL ? "probes reattached " : "", ch & CH_SINKS ? "outputs reopened " : "",
+		 ch & CH_INTERVAL ? "interval " : "", ch & CH_TRACE_POLICY ? "trace sampling " : "",
+		 ch & CH_BUDGET ? "budget " : "", ch & CH_LOG ? "log level" : "");
 done:
 	notify_status(m, "READY=1\n");
 	return 0;
@@ -1041,6 +1211,8 @@ static unsigned key_scope(const char *path)
 	    {"traces.sampling.", CH_TRACE_POLICY},
 	    {"traces.flush_ms", CH_TRACE_POLICY},
 	    {"traces.", FAM_SYSCALL | CH_SINKS},
+	    {"budget.", CH_BUDGET},
+	    {"self.", CH_SELF},
 	    {"filter.", CH_FILTER | FAM_ALL},
 	    {"probes.syscall.", FAM_SYSCALL},
 	    {"probes.files.", FAM_SYSCALL},
@@ -1080,8 +1252,98 @@ static unsigned config_changes(const struct dc_config *a, const struct dc_config
 	return ch;
 }
 
+/* Which budget steps have something to switch off here. */
+static unsigned budget_applicable(const struct manager *m)
+{
+	unsigned mask = 0;
+
+	if (m->cfg.traces_enable)
+		mask |= 1u << DC_BUDGET_TRACES_REDUCED | 1u << DC_BUDGET_TRACES_OFF;
+	if (m->cfg.n_libs)
+		mask |= 1u << DC_BUDGET_LIBRARIES_OFF;
+	if (m->vfs_attached)
+		mask |= 1u << DC_BUDGET_VFS_OFF;
+	return mask;
+}
+
+static unsigned budget_feed(struct manager *m, uint64_t window_ns, uint64_t cost_ns)
+{
+	if (m->cfg.budget_cpu <= 0)
+		return m->budget_level;
+	/* a level is judged on what it costs to run, not on the one-off cost
+	 * of switching to it (re-attaching the VFS probes parses the kernel's
+	 * BTF): that is published, in budget.switch_cpu_us, not weighed */
+	cost_ns -= cost_ns > m->budget_switch_ns ? m->budget_switch_ns : cost_ns;
+	m->budget_switch_ns = 0;
+	budget_set_applicable(m->budget, budget_applicable(m));
+	return budget_window(m->budget, window_ns, cost_ns);
+}
+
+/* Make the running probes match a budget level (idempotent: a reload calls
+ * it again for families it restarted). */
+static void budget_apply(struct manager *m, unsigned level)
+{
+	bool config_error = false;
+	int r;
+
+	m->budget_level = level;
+	if (m->traces) {
+		struct dc_config rc = m->cfg;
+		char err[256];
+
+		if (level >= DC_BUDGET_TRACES_REDUCED) {
+			rc.traces_one_in_n =
+			    rc.traces_one_in_n > 100000000 ? 1000000000 : rc.traces_one_in_n * 10;
+			rc.traces_rate /= 10;
+			rc.traces_cgroup_rate /= 10;
+			rc.traces_full_cgroups[0] = 0;
+		}
+		r = traces_set_policy(m->traces, &rc, err, sizeof(err));
+		if (r >= 0)
+			r = traces_pause(m->traces, level >= DC_BUDGET_TRACES_OFF);
+		if (r < 0)
+			log_warning_errno(r, "CPU budget: cannot change the trace sampling: %m");
+	}
+	if (level >= DC_BUDGET_LIBRARIES_OFF && m->up)
+		families_stop(m, FAM_LIBS);
+	else if (level < DC_BUDGET_LIBRARIES_OFF && !m->up && m->cfg.n_libs &&
+		 families_start(m, &m->cfg, FAM_LIBS, &config_error) < 0)
+		log_warning("CPU budget: the library probes did not come back; retrying at "
+			    "the next step back");
+	if (level >= DC_BUDGET_VFS_OFF && m->vfs)
+		families_stop(m, FAM_VFS);
+	else if (level < DC_BUDGET_VFS_OFF && !m->vfs && m->vfs_attached &&
+		 families_start(m, &m->cfg, FAM_VFS, &config_error) < 0)
+		log_warning("CPU budget: the VFS probes did not come back; retrying at the next "
+			    "step back");
+	probes_report(m);
+}
+
+static void budget_change(struct manager *m, unsigned level)
+{
+	bool back = level < m->budget_level;
+	struct dc_selfstat before = {}, after = {};
+
+	log_notice("CPU budget: the agent cost %.2f%% of a core (budget %.2f%% over %g s): %s "
+		   "%s (level %u of %u)",
+		   m->budget->judged * 100, m->cfg.budget_cpu * 100, m->cfg.budget_period,
+		   back ? "restoring detail," : "giving up detail,", budget_level_name(level),
+		   level, DC_BUDGET_LEVELS - 1);
+	snprintf(m->budget_note, sizeof(m->budget_note), "budget %s since window %llu",
+		 budget_level_name(level), (unsigned long long)m->win.cur.seq);
+	selfstat_read(&before);
+	budget_apply(m, level);
+	selfstat_read(&after);
+	m->budget_switch_ns =
+	    (after.user_us + after.sys_us - before.user_us - before.sys_us) * 1000;
+	m->budget_switch_us_pub = m->budget_switch_ns / 1000;
+	notify_status(m, "");
+}
+
 static void probes_report(struct manager *m)
 {
+	static const char budget_off[] = "switched off by the CPU budget (budget.cpu)";
+
 	m->n_probes = 0;
 	if (m->sys) {
 		m->probes[m->n_probes++] = (struct dc_probe_report){
@@ -1099,7 +1361,13 @@ static void probes_report(struct manager *m)
 		    (struct dc_probe_report){.name = "libraries",
 					     .mechanism = "uprobe",
 					     .detail = probe_uprobe_detail(m->up)};
-	if (m->vfs)
+	else if (m->cfg.n_libs && m->budget_level >= DC_BUDGET_LIBRARIES_OFF)
+		m->probes[m->n_probes++] = (struct dc_probe_report){
+		    .name = "libraries", .mechanism = "off", .detail = budget_off};
+	if (!m->vfs && m->vfs_attached && m->budget_level >= DC_BUDGET_VFS_OFF)
+		m->probes[m->n_probes++] = (struct dc_probe_report){
+		    .name = "vfs", .mechanism = "off", .detail = budget_off};
+	else if (m->vfs)
 		m->probes[m->n_probes++] =
 		    (struct dc_probe_report){.name = "vfs",
 					     .mechanism = probe_vfs_mechanism(m->vfs),
@@ -1219,6 +1487,8 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 		if (strcmp(cfg->vfs_mechanism, "fentry") && strcmp(cfg->vfs_mechanism, "kprobe"))
 			tracefs_ensure();
 		r = probe_vfs_new(&vo, &m->vfs, m->vfs_detail, sizeof(m->vfs_detail));
+		if (r >= 0)
+			m->vfs_attached = true;
 		if (r == -EINVAL) {
 			*config_error = true;
 			return log_error_errno(r, "probes.vfs: %s", m->vfs_detail);
@@ -1379,6 +1649,16 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 		log_warning_errno(r, "Cannot open the cgroup2 hierarchy (%m): records will carry "
 				     "cgroup ids without paths, ignoring");
 	m->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+	m->budget = calloc(1, sizeof(*m->budget));
+	if (!m->budget)
+		return log_error_errno(-ENOMEM, "Out of memory");
+	budget_init(m->budget,
+		    &(struct dc_budget_params){.cpu = cfg->budget_cpu,
+					       .period_sec = cfg->budget_period,
+					       .recover_below = cfg->budget_recover_below});
+	r = selfcost_new(cfg->self_bpf_stats, cfg->self_map_scan_sec, &m->cost);
+	if (r < 0)
+		return log_error_errno(r, "Out of memory");
 	r = families_start(m, cfg, FAM_ALL, config_error);
 	if (r < 0)
 		return r;

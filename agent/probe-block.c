@@ -262,3 +262,8 @@ int probe_block_flip_and_drain(struct probe_block *p, struct dc_blk_drain *res)
 	}
 	return 0;
 }
+
+struct bpf_object *probe_block_object(const struct probe_block *p)
+{
+	return p->skel->obj;
+}

@@ -2,6 +2,8 @@
 #ifndef DC_PROBE_BLOCK_H
 #define DC_PROBE_BLOCK_H
 
+struct bpf_object;
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,5 +29,8 @@ struct dc_blk_drain {
 int probe_block_flip_and_drain(struct probe_block *p, struct dc_blk_drain *res);
 /* At stop: requests still issued and not completed (counted, then forgotten). */
 uint64_t probe_block_inflight_at_stop(struct probe_block *p);
+
+/* The family's BPF object: its programs' run times and its maps' fill. */
+struct bpf_object *probe_block_object(const struct probe_block *p);
 
 #endif

@@ -226,3 +226,8 @@ const struct dc_pc_entry *pc_find(const struct dc_pc_drain *d, uint32_t tgid, ui
 			return &d->entries[i];
 	return NULL;
 }
+
+struct bpf_object *probe_pagecache_object(const struct probe_pagecache *p)
+{
+	return p->skel->obj;
+}

@@ -2,6 +2,8 @@
 #ifndef DC_PROBE_PAGECACHE_H
 #define DC_PROBE_PAGECACHE_H
 
+struct bpf_object;
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,5 +35,8 @@ struct dc_pc_drain {
 int probe_pagecache_flip_and_drain(struct probe_pagecache *p, struct dc_pc_drain *res);
 /* The entry of (tgid, cgroup) in a drain, or NULL. */
 const struct dc_pc_entry *pc_find(const struct dc_pc_drain *d, uint32_t tgid, uint64_t cgroup_id);
+
+/* The family's BPF object: its programs' run times and its maps' fill. */
+struct bpf_object *probe_pagecache_object(const struct probe_pagecache *p);
 
 #endif

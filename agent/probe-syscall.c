@@ -448,3 +448,8 @@ struct traces *probe_syscall_traces(struct probe_syscall *p)
 {
 	return p->traces;
 }
+
+struct bpf_object *probe_syscall_object(const struct probe_syscall *p)
+{
+	return p->skel->obj;
+}

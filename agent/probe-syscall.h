@@ -2,6 +2,8 @@
 #ifndef DC_PROBE_SYSCALL_H
 #define DC_PROBE_SYSCALL_H
 
+struct bpf_object;
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,5 +58,8 @@ struct dc_proc_info {
 
 /* Fills info (zeroed when unknown); -ENOENT if the kernel has no record. */
 int probe_syscall_proc(struct probe_syscall *p, uint32_t tgid, struct dc_proc_info *info);
+
+/* The family's BPF object: its programs' run times and its maps' fill. */
+struct bpf_object *probe_syscall_object(const struct probe_syscall *p);
 
 #endif

@@ -177,3 +177,8 @@ int probe_uprobe_flip_and_drain(struct probe_uprobe *p, struct dc_fn_drain *res)
 {
 	return fn_agg_drain(&p->agg, res);
 }
+
+struct bpf_object *probe_uprobe_object(const struct probe_uprobe *p)
+{
+	return p->skel->obj;
+}

@@ -2,6 +2,8 @@
 #ifndef DC_PROBE_UPROBE_H
 #define DC_PROBE_UPROBE_H
 
+struct bpf_object;
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,5 +27,8 @@ const char *probe_uprobe_detail(const struct probe_uprobe *p);
 const struct dc_up_func *probe_uprobe_func(const struct probe_uprobe *p, uint32_t i);
 
 int probe_uprobe_flip_and_drain(struct probe_uprobe *p, struct dc_fn_drain *res);
+
+/* The family's BPF object: its programs' run times and its maps' fill. */
+struct bpf_object *probe_uprobe_object(const struct probe_uprobe *p);
 
 #endif

@@ -290,3 +290,8 @@ const struct dc_uring_entry *uring_find(const struct dc_uring_drain *d, uint32_t
 	*n = end - lo;
 	return d->entries + lo;
 }
+
+struct bpf_object *probe_uring_object(const struct probe_uring *p)
+{
+	return p->skel->obj;
+}

@@ -2,6 +2,8 @@
 #ifndef DC_PROBE_URING_H
 #define DC_PROBE_URING_H
 
+struct bpf_object;
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -39,5 +41,8 @@ int probe_uring_flip_and_drain(struct probe_uring *p, struct dc_uring_drain *res
 /* The entries of (tgid, cgroup) in a drain: *n of them from the one returned. */
 const struct dc_uring_entry *uring_find(const struct dc_uring_drain *d, uint32_t tgid,
 					uint64_t cgroup_id, size_t *n);
+
+/* The family's BPF object: its programs' run times and its maps' fill. */
+struct bpf_object *probe_uring_object(const struct probe_uring *p);
 
 #endif

@@ -399,3 +399,8 @@ int probe_vfs_flip_and_drain(struct probe_vfs *p, struct dc_fn_drain *res)
 {
 	return fn_agg_drain(&p->agg, res);
 }
+
+struct bpf_object *probe_vfs_object(const struct probe_vfs *p)
+{
+	return p->skel->obj;
+}

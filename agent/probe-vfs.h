@@ -2,6 +2,8 @@
 #ifndef DC_PROBE_VFS_H
 #define DC_PROBE_VFS_H
 
+struct bpf_object;
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -36,5 +38,8 @@ const char *probe_vfs_feature(uint32_t func);
 int probe_vfs_flip_and_drain(struct probe_vfs *p, struct dc_fn_drain *res);
 /* selected[DC_VFS_MAX]: the catalogued functions of the named categories. */
 int probe_vfs_select(const char *categories, bool *selected, char *err, size_t errlen);
+
+/* The family's BPF object: its programs' run times and its maps' fill. */
+struct bpf_object *probe_vfs_object(const struct probe_vfs *p);
 
 #endif

@@ -566,7 +566,19 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 	json_double(&j, s->cpu_share);
 	json_key(&j, "rss_kib");
 	json_u64(&j, s->rss_kib);
+	json_key(&j, "bpf_run_ns");
+	json_u64(&j, s->bpf_run_ns);
+	json_key(&j, "bpf_share");
+	json_double(&j, s->bpf_share);
+	json_key(&j, "total_share");
+	json_double(&j, s->total_share);
+	json_key(&j, "node_share");
+	json_double(&j, s->node_share);
+	json_key(&j, "bpf_stats");
+	json_str(&j, s->bpf_stats ? s->bpf_stats : "off");
 	json_obj_end(&j);
+	if (s->self)
+		s->self(&j, s->self_opaque);
 
 	if (s->block) {
 		static const char *const blk_counter_names[DC_BLK_CNT_MAX] = {

@@ -102,6 +102,10 @@ struct dc_agent_stats {
 	uint64_t flip_us, drain_us, encode_us;
 	uint64_t cpu_user_us, cpu_sys_us; /* agent user-space CPU in this window */
 	double cpu_share;		  /* (user + sys) / window wall time */
+	uint64_t bpf_run_ns;		  /* every program's run time in the window */
+	const char *bpf_stats;		  /* how run times are known (selfcost.h) */
+	double bpf_share, total_share;	  /* fractions of one core */
+	double node_share;		  /* total_share over the online CPUs */
 	uint64_t rss_kib;
 	uint64_t max_keys;
 	const char *map_layout;
@@ -135,6 +139,9 @@ struct dc_agent_stats {
 	/* writes the members of the "sinks" object: each sink reports itself */
 	void (*sinks)(struct dc_json *j, void *opaque);
 	void *sinks_opaque;
+	/* writes the self-measurement: layers, programs, maps, losses, budget */
+	void (*self)(struct dc_json *j, void *opaque);
+	void *self_opaque;
 };
 
 /* One (process, file) record; fhash is the 16-digit hex hash, "" if the

@@ -311,6 +311,7 @@ static void pump(struct sink_kafka *k)
 			if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
 				/* librdkafka holds its bound; the rest waits on disk */
 				k->queue_full++;
+				k->base.stats.queue_full++;
 				return;
 			}
 			g->next_off = off;
@@ -381,6 +382,7 @@ static void enforce_bound(struct sink_kafka *k)
 					    k->spool_max >> 20, kind ? "trace" : "feature",
 					    g->meta.seq, g->meta.n_records);
 			k->shed_records[kind] += g->meta.n_records;
+			k->base.stats.shed_records += g->meta.n_records;
 			k->shed_segments++;
 			spool_remove(k->spool, g->meta.seq);
 			k->spool_bytes -= g->file_bytes;

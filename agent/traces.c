@@ -231,6 +231,18 @@ int traces_set_policy(struct traces *t, const struct dc_config *cfg, char *err, 
 	return r ? r : write_policy(t);
 }
 
+int traces_pause(struct traces *t, bool paused)
+{
+	struct dc_trace_cfg p = t->policy;
+	__u32 zero = 0;
+
+	/* the programs still run the policy: every call is then sampled out,
+	 * so each window's seen = kept + sampled_out + dropped still holds */
+	if (paused)
+		p.mode = DC_TRACE_OFF;
+	return bpf_map_update_elem(bpf_map__fd(t->cfg_map), &zero, &p, BPF_ANY) ? -errno : 0;
+}
+
 void traces_set_resolver(struct traces *t, const struct traces_resolver *r)
 {
 	t->res = *r;

@@ -40,6 +40,8 @@ void traces_disable(struct syscall_bpf *skel);
 int traces_start(struct traces *t, struct syscall_bpf *skel);
 /* A new policy (reload): no program is reloaded. */
 int traces_set_policy(struct traces *t, const struct dc_config *cfg, char *err, size_t errlen);
+/* Stop keeping events (paused) or keep them again under the policy in force. */
+int traces_pause(struct traces *t, bool paused);
 
 void traces_set_resolver(struct traces *t, const struct traces_resolver *r);
 int traces_ring_fd(struct traces *t);

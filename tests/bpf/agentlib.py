@@ -32,6 +32,10 @@ class Agent:
             # sampled traces are on by default: keep their files in the test's directory
             config_text += '\ntraces = { output = { dir = "%s"; }; };\n' % os.path.join(
                 self.tmp, "traces")
+        if "budget" not in config_text:
+            # the CPU budget would thin the traces of a test's heavy burst
+            # on a slow machine; tests/bpf/test_budget.py tests it
+            config_text += '\nbudget = { cpu = 0.0; };\n'
         with open(self.conf, "w") as f:
             f.write(config_text)
         sock_path = os.path.join(self.tmp, "notify")

@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "selfcost.h"
+
+#define NAME_MAX_LEN 64
+
+/* A program's counters at the last read: they only grow while it lives. */
+struct prog_prev {
+	uint32_t id;
+	uint64_t run_ns, runs;
+};
+
+struct prog_win {
+	const char *layer;
+	char name[NAME_MAX_LEN];
+	uint64_t run_ns, runs;
+};
+
+struct layer_win {
+	const char *name;
+	unsigned programs;
+	uint64_t runs, run_ns, user_ns;
+};
+
+struct map_win {
+	const char *layer;
+	char name[NAME_MAX_LEN];
+	const char *type;
+	uint32_t max_entries;
+	int64_t entries; /* rings: bytes waiting to be read */
+};
+
+struct selfcost {
+	int stats_fd;
+	char stats_state[128];
+	uint64_t scan_ns, last_scan_ns;
+	bool scanned; /* this window walked the maps */
+	uint64_t window_ns, bpf_ns;
+	struct prog_prev *prev, *cur;
+	size_t n_prev, n_cur, cap_prev, cap_cur;
+	struct prog_win *progs;
+	size_t n_progs, cap_progs;
+	struct layer_win layers[16];
+	size_t n_layers;
+	struct map_win *maps, *rings;
+	size_t n_maps, cap_maps, n_rings, cap_rings;
+	long page;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool sysctl_stats_on(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/bpf_stats_enabled", "re");
+	int v = 0;
+
+	if (!f)
+		return false;
+	if (fscanf(f, "%d", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v == 1;
+}
+
+int selfcost_new(bool bpf_stats, double map_scan_sec, struct selfcost **ret)
+{
+	struct selfcost *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->page = sysconf(_SC_PAGESIZE);
+	s->scan_ns = map_scan_sec > 0 ? (uint64_t)(map_scan_sec * 1e9) : 0;
+	s->stats_fd = -1;
+	if (!bpf_stats) {
+		snprintf(s->stats_state, sizeof(s->stats_state), "off: self.bpf_stats = false");
+	} else {
+		/* the kernel times every program while any such fd is open, and
+		 * stops when the agent exits, whatever way it exits */
+		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (s->stats_fd >= 0)
+			snprintf(s->stats_state, sizeof(s->stats_state), "fd");
+		else if (sysctl_stats_on())
+			snprintf(s->stats_state, sizeof(s->stats_state), "sysctl");
+		else {
+			snprintf(s->stats_state, sizeof(s->stats_state),
+				 "off: the kernel refused BPF_ENABLE_STATS (%s)", strerror(errno));
+			log_notice("BPF program run times unavailable (%s): the agent's cost "
+				   "counts its user-space CPU only",
+				   strerror(errno));
+		}
+	}
+	*ret = s;
+	return 0;
+}
+
+struct selfcost *selfcost_free(struct selfcost *s)
+{
+	if (!s)
+		return NULL;
+	if (s->stats_fd >= 0)
+		close(s->stats_fd);
+	free(s->prev);
+	free(s->cur);
+	free(s->progs);
+	free(s->maps);
+	free(s->rings);
+	free(s);
+	return NULL;
+}
+
+static int prev_cmp(const void *a, const void *b)
+{
+	const struct prog_prev *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static const struct prog_prev *prev_find(const struct selfcost *s, uint32_t id)
+{
+	struct prog_prev k = {.id = id};
+
+	return s->n_prev ? bsearch(&k, s->prev, s->n_prev, sizeof(k), prev_cmp) : NULL;
+}
+
+static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, obj)
+	{
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		const struct prog_prev *p;
+		struct prog_prev *pp;
+		struct prog_win *pw;
+		uint64_t dns, druns;
+		int fd = bpf_program__fd(prog);
+
+		if (fd < 0)
+			continue; /* not loaded: a mechanism that lost, a function not probed */
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		lw->programs++;
+		/* a program loaded during the window counts from its load */
+		p = prev_find(s, info.id);
+		dns = info.run_time_ns - (p ? p->run_ns : 0);
+		druns = info.run_cnt - (p ? p->runs : 0);
+		pp = VEC_PUSH(s->cur, s->n_cur, s->cap_cur);
+		if (pp)
+			*pp = (struct prog_prev){
+			    .id = info.id, .run_ns = info.run_time_ns, .runs = info.run_cnt};
+		lw->run_ns += dns;
+		lw->runs += druns;
+		if (!druns)
+			continue;
+		pw = VEC_PUSH(s->progs, s->n_progs, s->cap_progs);
+		if (!pw)
+			continue; /* out of memory: left out of this window's list only */
+		*pw = (struct prog_win){.layer = lw->name, .run_ns = dns, .runs = druns};
+		snprintf(pw->name, NAME_MAX_LEN, "%s", bpf_program__name(prog));
+	}
+}
+
+/* Entries of a hash map, walking its keys; bounded, since a map that
+ * changes under the walk can send it back to the start. */
+static int64_t count_keys(int fd, uint32_t key_size, uint32_t max_entries)
+{
+	char *key = malloc(key_size), *next = malloc(key_size);
+	int64_t n = 0;
+	void *prev = NULL;
+
+	if (!key || !next) {
+		free(key);
+		free(next);
+		return -1;
+	}
+	while ((uint64_t)n < (uint64_t)max_entries && !bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(key, next, key_size);
+		prev = key;
+		n++;
+	}
+	free(key);
+	free(next);
+	return n;
+}
+
+/* Bytes the ring holds that user space has not read: producer minus
+ * consumer position, from the two pages the kernel lets anyone map
+ * read-only (libbpf 1.1 has no call for it). */
+static int64_t ring_used(int fd, long page)
+{
+	void *p = mmap(NULL, (size_t)page * 2, PROT_READ, MAP_SHARED, fd, 0);
+	uint64_t cons, prod;
+
+	if (p == MAP_FAILED)
+		return -1;
+	cons = __atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE);
+	prod = __atomic_load_n((uint64_t *)((char *)p + page), __ATOMIC_ACQUIRE);
+	munmap(p, (size_t)page * 2);
+	return prod >= cons ? (int64_t)(prod - cons) : 0;
+}
+
+static const char *hash_type(enum bpf_map_type t)
+{
+	switch (t) {
+	case BPF_MAP_TYPE_HASH:
+		return "hash";
+	case BPF_MAP_TYPE_PERCPU_HASH:
+		return "percpu_hash";
+	case BPF_MAP_TYPE_LRU_HASH:
+		return "lru_hash";
+	case BPF_MAP_TYPE_LRU_PERCPU_HASH:
+		return "lru_percpu_hash";
+	default:
+		return NULL;
+	}
+}
+
+static void read_maps(struct selfcost *s, const char *layer, struct bpf_object *obj)
+{
+	struct bpf_map *map;
+
+	bpf_object__for_each_map(map, obj)
+	{
+		int fd = bpf_map__fd(map);
+		enum bpf_map_type t = bpf_map__type(map);
+		struct map_win mw = {.layer = layer, .max_entries = bpf_map__max_entries(map)};
+		struct map_win *slot;
+
+		if (fd < 0 || bpf_map__is_internal(map))
+			continue;
+		snprintf(mw.name, NAME_MAX_LEN, "%s", bpf_map__name(map));
+		if (t == BPF_MAP_TYPE_RINGBUF) {
+			mw.type = "ringbuf";
+			mw.entries = ring_used(fd, s->page);
+			slot = VEC_PUSH(s->rings, s->n_rings, s->cap_rings);
+			if (slot)
+				*slot = mw;
+			continue;
+		}
+		/* arrays are always full; task storage and the window maps'
+		 * outer arrays cannot be counted (the window maps' keys are
+		 * the agent record's "keys") */
+		if (!s->scanned || !(mw.type = hash_type(t)))
+			continue;
+		mw.entries = count_keys(fd, bpf_map__key_size(map), mw.max_entries);
+		slot = VEC_PUSH(s->maps, s->n_maps, s->cap_maps);
+		if (slot)
+			*slot = mw;
+	}
+}
+
+void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, size_t n,
+		     uint64_t window_ns)
+{
+	uint64_t now = mono_ns();
+
+	s->window_ns = window_ns;
+	s->bpf_ns = 0;
+	s->n_cur = s->n_progs = s->n_layers = s->n_maps = s->n_rings = 0;
+	s->scanned = s->scan_ns && now - s->last_scan_ns >= s->scan_ns;
+	if (s->scanned)
+		s->last_scan_ns = now;
+	for (size_t i = 0; i < n && s->n_layers < ELEMENTSOF(s->layers); i++) {
+		struct layer_win *lw;
+
+		if (!layers[i].obj)
+			continue;
+		lw = &s->layers[s->n_layers++];
+		*lw = (struct layer_win){.name = layers[i].name, .user_ns = layers[i].user_ns};
+		read_programs(s, lw, layers[i].obj);
+		read_maps(s, layers[i].name, layers[i].obj);
+		s->bpf_ns += lw->run_ns;
+	}
+	/* programs that went away (a family stopped) leave the table with it */
+	qsort(s->cur, s->n_cur, sizeof(*s->cur), prev_cmp);
+	{
+		struct prog_prev *t = s->prev;
+		size_t c = s->cap_prev;
+
+		s->prev = s->cur;
+		s->cap_prev = s->cap_cur;
+		s->n_prev = s->n_cur;
+		s->cur = t;
+		s->cap_cur = c;
+	}
+}
+
+uint64_t selfcost_bpf_ns(const struct selfcost *s)
+{
+	return s->bpf_ns;
+}
+
+const char *selfcost_bpf_stats(const struct selfcost *s)
+{
+	return s->stats_state;
+}
+
+static double share(uint64_t ns, uint64_t window_ns)
+{
+	return window_ns ? (double)ns / (double)window_ns : 0;
+}
+
+static void map_entry(struct dc_json *j, const struct map_win *m, bool ring)
+{
+	json_obj_begin(j);
+	json_key(j, "layer");
+	json_str(j, m->layer);
+	json_key(j, "name");
+	json_str(j, m->name);
+	json_key(j, "type");
+	json_str(j, m->type);
+	json_key(j, ring ? "size" : "max_entries");
+	json_u64(j, m->max_entries);
+	json_key(j, ring ? "used" : "entries");
+	if (m->entries < 0)
+		json_null(j);
+	else
+		json_u64(j, (uint64_t)m->entries);
+	json_key(j, "fill");
+	if (m->entries < 0 || !m->max_entries)
+		json_null(j);
+	else
+		json_double(j, (double)m->entries / m->max_entries);
+	json_obj_end(j);
+}
+
+void selfcost_json(const struct selfcost *s, struct dc_json *j)
+{
+	double sec = (double)s->window_ns / 1e9;
+
+	json_key(j, "layers");
+	json_obj_begin(j);
+	for (size_t i = 0; i < s->n_layers; i++) {
+		const struct layer_win *l = &s->layers[i];
+
+		json_key(j, l->name);
+		json_obj_begin(j);
+		json_key(j, "programs");
+		json_u64(j, l->programs);
+		json_key(j, "runs");
+		json_u64(j, l->runs);
+		json_key(j, "runs_per_sec");
+		json_double(j, sec > 0 ? (double)l->runs / sec : 0);
+		json_key(j, "run_ns");
+		json_u64(j, l->run_ns);
+		json_key(j, "ns_per_run");
+		json_double(j, l->runs ? (double)l->run_ns / (double)l->runs : 0);
+		json_key(j, "bpf_share");
+		json_double(j, share(l->run_ns, s->window_ns));
+		json_key(j, "user_ns");
+		json_u64(j, l->user_ns);
+		json_key(j, "share");
+		json_double(j, share(l->run_ns + l->user_ns, s->window_ns));
+		json_obj_end(j);
+	}
+	json_obj_end(j);
+
+	json_key(j, "programs");
+	json_arr_begin(j);
+	for (size_t i = 0; i < s->n_progs; i++) {
+		json_obj_begin(j);
+		json_key(j, "layer");
+		json_str(j, s->progs[i].layer);
+		json_key(j, "name");
+		json_str(j, s->progs[i].name);
+		json_key(j, "runs");
+		json_u64(j, s->progs[i].runs);
+		json_key(j, "run_ns");
+		json_u64(j, s->progs[i].run_ns);
+		json_obj_end(j);
+	}
+	json_arr_end(j);
+
+	json_key(j, "rings");
+	json_arr_begin(j);
+	for (size_t i = 0; i < s->n_rings; i++)
+		map_entry(j, &s->rings[i], true);
+	json_arr_end(j);
+
+	if (!s->scanned)
+		return;
+	json_key(j, "map_fill");
+	json_arr_begin(j);
+	for (size_t i = 0; i < s->n_maps; i++)
+		map_entry(j, &s->maps[i], false);
+	json_arr_end(j);
+}

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The agent's account of itself and its CPU budget.
+
+  selfcost: every window's agent record carries each BPF program's run time
+            and count, per layer, the fill of maps and rings, and one
+            summary of every loss, consistent with the per-layer counters.
+  budget:   a small budget and a heavy workload: detail is given up in the
+            documented order, one step per decision, logged, in STATUS= and
+            in the agent records; idle, it comes back in reverse order.
+
+usage: test_budget.py SCENARIO AGENT TRACELOAD
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agentlib import Agent, Checks, require_root  # noqa: E402
+
+ORDER = ["full", "traces_reduced", "traces_off", "libraries_off", "vfs_off"]
+
+
+def libc_path(binary):
+    out = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
+    return next(line.split()[2] for line in out.splitlines() if "libc.so" in line)
+
+
+def load(binary, path, n):
+    p = subprocess.run([binary, path, str(n)], stdout=subprocess.PIPE, check=True, timeout=120)
+    return int(p.stdout.decode().split()[-1])
+
+
+def agent_records(path):
+    """Complete lines so far (the agent may be writing the next one)."""
+    out = []
+    with open(path, "rb") as f:
+        for line in f:
+            if line.endswith(b"\n"):
+                r = json.loads(line)
+                if r["type"] == "agent":
+                    out.append(r)
+    return out
+
+
+def scenario_selfcost(agent_bin, load_bin):
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-self-")
+    data = os.path.join(tmp, "data")
+    a = Agent(agent_bin, 'interval = 0.25;\nself = { map_scan_sec = 0.5; };\n'
+              'traces = { output = { dir = "%s"; }; sampling = { one_in_n = 10; rate = 0; }; };\n'
+              % os.path.join(tmp, "traces"))
+    time.sleep(0.3)
+    pid = load(load_bin, data, 20000)
+    time.sleep(0.6)
+    c.eq(a.stop(), 0, "agent exits 0")
+    recs = a.records()
+    ag = [r for r in recs if r["type"] == "agent"]
+    c.check(all(r["cost"]["bpf_stats"] in ("fd", "sysctl") for r in ag),
+            "BPF run-time statistics on (%s)" % ag[0]["cost"]["bpf_stats"])
+    enter = sum(p["runs"] for r in ag for p in r["programs"]
+                if p["layer"] == "syscall" and "enter" in p["name"])
+    calls = sum(r["ops"].get("pwrite64", {}).get("count", 0) for r in recs
+                if r["type"] == "features" and r["pid"] == pid)
+    c.eq(calls, 20000, "the workload's 20,000 pwrite64 calls counted")
+    c.check(enter >= calls, "the syscall entry program ran at least once per call (%d runs)"
+            % enter)
+    c.eq(sum(r["layers"]["syscall"]["runs"] for r in ag),
+         sum(p["runs"] for r in ag for p in r["programs"] if p["layer"] == "syscall"),
+         "a layer's runs are the sum of its programs'")
+    c.check(all(r["layers"]["syscall"]["run_ns"] > 0 for r in ag if r["layers"]["syscall"]["runs"]),
+            "run time measured wherever programs ran")
+    c.check(all(abs(r["cost"]["total_share"] - r["cost"]["bpf_share"] - r["cost"]["cpu_share"])
+                < 1e-6 for r in ag), "total share = kernel programs + user space")
+    c.check(all(abs(r["cost"]["bpf_run_ns"] - sum(l["run_ns"] for l in r["layers"].values())) <= 0
+                for r in ag), "bpf_run_ns = the layers' run time")
+    scans = [r for r in ag if "map_fill" in r]
+    c.check(len(scans) >= 2, "maps walked every 0.5 s (%d of %d windows)" % (len(scans), len(ag)))
+    c.check(all(0 <= m["entries"] <= m["max_entries"] for r in scans for m in r["map_fill"]),
+            "map entries within their bounds")
+    c.check(any(m["layer"] == "syscall" and m["entries"] > 0 for r in scans for m in r["map_fill"]),
+            "a syscall map holds entries (the process table)")
+    rings = {m["name"]: m for r in ag for m in r["rings"]}
+    c.eq(rings.get("traces", {}).get("size"), 8 << 20, "the trace ring reported at its size")
+    c.check(all(0 <= m["used"] <= m["size"] for r in ag for m in r["rings"]), "ring use within size")
+    for r in ag:
+        lo = r["losses"]
+        if lo["sampled_out"] != r["traces"]["sampled_out"] or \
+           lo["ring_full"] != r["traces"]["dropped"] + r["files"]["drops"]["names_lost"]:
+            c.check(False, "losses summary agrees with the layers in window %d" % r["window"])
+            break
+    else:
+        c.check(True, "losses summary agrees with the layers' counters in every window")
+    c.check(sum(r["losses"]["sampled_out"] for r in ag) >= 20000 * 9 // 10,
+            "1 in 10 kept: the other 9 counted as sampled out")
+    c.check(all(r["budget"] is None for r in ag), "budget.cpu = 0: no budget object")
+    c.done()
+
+
+def scenario_budget(agent_bin, load_bin):
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-budget-")
+    data = os.path.join(tmp, "data")
+    conf = ('interval = 0.25;\nbudget = { cpu = 0.05; period = 1.0; recover_below = 0.5; };\n'
+            'traces = { output = { dir = "%s"; }; sampling = { one_in_n = 2; rate = 0; }; };\n'
+            'probes = { libraries = ( { path = "%s"; category = "libc"; '
+            'functions = ["pwrite*"]; bytes = ["pwrite"]; } ); };\n'
+            % (os.path.join(tmp, "traces"), libc_path(load_bin)))
+    a = Agent(agent_bin, conf)
+    vfs_on = any(p["name"] == "vfs" and p["mechanism"] != "off"
+                 for r in [None] for p in [])  # filled from the first record below
+    # load until the agent has given up everything it may
+    deadline = time.monotonic() + 40
+    peak = 0
+    while time.monotonic() < deadline:
+        load(load_bin, data, 100000)
+        ag = agent_records(a.out)
+        if ag:
+            vfs_on = any(p["name"] == "vfs" and p["mechanism"] != "off" for p in ag[0]["probes"])
+            top = ORDER.index("vfs_off" if vfs_on else "libraries_off")
+            peak = max(r["budget"]["level"] for r in ag)
+            if peak >= top:
+                break
+    # then idle until it has restored everything
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        ag = agent_records(a.out)
+        if ag and ag[-1]["budget"]["level"] == 0 and peak and \
+                any(r["budget"]["level"] for r in ag):
+            break
+    time.sleep(0.3)
+    pid = load(load_bin, data, 2000)  # at full detail again: libc functions counted
+    time.sleep(0.6)
+    c.eq(a.stop(), 0, "agent exits 0")
+    log = a.log()
+    recs = a.records()
+    ag = [r for r in recs if r["type"] == "agent"]
+    levels = [r["budget"]["level"] for r in ag]
+    top = ORDER.index("vfs_off" if vfs_on else "libraries_off")
+    c.eq(max(levels), top, "over budget: every step taken (VFS layer %s here)"
+         % ("on" if vfs_on else "off"))
+    changes = [(a_, b_) for a_, b_ in zip(levels, levels[1:]) if a_ != b_]
+    steps_down = [b_ for a_, b_ in changes if b_ > a_]
+    steps_up = [b_ for a_, b_ in changes if b_ < a_]
+    c.eq(steps_down[:top], list(range(1, top + 1)),
+         "detail given up in order: %s" % ", ".join(ORDER[1:top + 1]))
+    c.check(all(abs(a_ - b_) == 1 for a_, b_ in changes), "one step per decision: %s" % changes)
+    i = levels.index(top)
+    c.eq(steps_up[-top:], list(range(top - 1, -1, -1)), "and restored in reverse order")
+    c.eq(levels[-1], 0, "full detail at the end")
+    for name in ORDER[1:top + 1]:
+        c.check("giving up detail, %s" % name in log, "logged: giving up %s" % name)
+    c.check("restoring detail, full" in log, "logged: restoring full detail")
+    status = [n for n in a.notifications if "STATUS=" in n]
+    c.check(any("budget traces_off since window" in n for n in status),
+            "STATUS= says which step is in force")
+    c.check(all("cost " in n and "% of a core (budget 5.00%" in n for n in status
+                if "calls/s" in n), "STATUS= carries the cost against the budget")
+    # each window ran at one level throughout: its record says which
+    print("levels:", levels)
+    print("averages:", [round(r["budget"]["average"], 4) for r in ag])
+    prev = 0
+    for r in ag:
+        lv = r["budget"]["level"]
+        probes = {p["name"]: p for p in r["probes"]}
+        # a change applies after the previous window is published: calls
+        # in the first milliseconds of the window still ran at the old one
+        settled, prev = lv == prev, lv
+        if lv >= 2 and settled and r["traces"]["kept"]:
+            c.check(False, "window %d at traces_off kept %d trace events"
+                    % (r["window"], r["traces"]["kept"]))
+            break
+        if lv >= 3 and (probes.get("libraries", {}).get("mechanism") != "off" or
+                        "CPU budget" not in probes["libraries"]["detail"]):
+            c.check(False, "window %d at libraries_off: probes say %s"
+                    % (r["window"], probes.get("libraries")))
+            break
+        if lv >= 4 and "CPU budget" not in probes.get("vfs", {}).get("detail", ""):
+            c.check(False, "window %d at vfs_off: probes say %s" % (r["window"], probes.get("vfs")))
+            break
+        if r["budget"]["reduced"] != [n for n in ORDER[1:lv + 1] if n != "vfs_off" or vfs_on]:
+            c.check(False, "window %d: reduced %s at level %d" % (r["window"], r["budget"]["reduced"], lv))
+            break
+    else:
+        c.check(True, "every window's record matches its level (traces kept, probes, reduced)")
+    by_win = {r["window"]: r["budget"]["level"] for r in ag}
+    feats = [r for r in recs if r["type"] == "features"]
+    c.check(not any(k.endswith("-libc") for r in feats if by_win.get(r["window"], 0) >= 3
+                    for k in r.get("functions", {})),
+            "no library functions in windows at libraries_off")
+    c.check(any(by_win.get(r["window"]) >= 3 and r["ops"].get("pwrite64", {}).get("count")
+                for r in feats),
+            "the syscall layer keeps counting at the floor")
+    c.check(any(r["pid"] == pid and r.get("functions", {}).get("pwrite-libc", {}).get("count")
+                for r in feats),
+            "library functions counted again once restored")
+    c.done()
+
+
+def main():
+    name, agent_bin, load_bin = sys.argv[1:4]
+    require_root()
+    {"selfcost": scenario_selfcost, "budget": scenario_budget}[name](agent_bin, load_bin)
+
+
+if __name__ == "__main__":
+    main()
