@@ -912,7 +912,7 @@ static int manager_close_window(struct manager *m)
 	/* a failing sink logs once per failure streak itself and keeps the data */
 	for (size_t i = 0; i < m->n_sinks; i++)
 		sink_flush(m->sinks[i]);
-	m->urd = NULL; /* urres goes out of scope */
+	m->urd = NULL;		     /* urres goes out of scope */
 	m->budget_switch_us_pub = 0; /* published in this window's record */
 	if (next_level != m->budget_level)
 		budget_change(m, next_level);
