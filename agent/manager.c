@@ -826,6 +826,7 @@ static int manager_close_window(struct manager *m)
 	    .cpu_user_us = self.user_us - m->self.user_us,
 	    .cpu_sys_us = self.sys_us - m->self.sys_us,
 	    .rss_kib = self.rss_kib,
+	    .rss_shared_kib = self.rss_shared_kib,
 	    .sinks = report_sinks,
 	    .sinks_opaque = m,
 	    .max_keys = probe_syscall_max_keys(m->sys),

@@ -566,6 +566,11 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 	json_double(&j, s->cpu_share);
 	json_key(&j, "rss_kib");
 	json_u64(&j, s->rss_kib);
+	json_key(&j, "rss_anon_kib");
+	json_u64(&j,
+		 s->rss_kib - (s->rss_shared_kib < s->rss_kib ? s->rss_shared_kib : s->rss_kib));
+	json_key(&j, "rss_shared_kib");
+	json_u64(&j, s->rss_shared_kib);
 	json_key(&j, "bpf_run_ns");
 	json_u64(&j, s->bpf_run_ns);
 	json_key(&j, "bpf_share");

@@ -106,7 +106,7 @@ struct dc_agent_stats {
 	const char *bpf_stats;		  /* how run times are known (selfcost.h) */
 	double bpf_share, total_share;	  /* fractions of one core */
 	double node_share;		  /* total_share over the online CPUs */
-	uint64_t rss_kib;
+	uint64_t rss_kib, rss_shared_kib;
 	uint64_t max_keys;
 	const char *map_layout;
 	const struct dc_probe_report *probes;

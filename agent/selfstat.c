@@ -9,7 +9,7 @@
 int selfstat_read(struct dc_selfstat *s)
 {
 	struct rusage ru;
-	unsigned long size, resident;
+	unsigned long size, resident, shared;
 	FILE *f;
 	int n;
 
@@ -21,10 +21,11 @@ int selfstat_read(struct dc_selfstat *s)
 	f = fopen("/proc/self/statm", "re");
 	if (!f)
 		return -errno;
-	n = fscanf(f, "%lu %lu", &size, &resident);
+	n = fscanf(f, "%lu %lu %lu", &size, &resident, &shared);
 	fclose(f);
-	if (n != 2)
+	if (n != 3)
 		return -EIO;
 	s->rss_kib = (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+	s->rss_shared_kib = (uint64_t)shared * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
 	return 0;
 }
