@@ -1531,6 +1531,8 @@ static void sinks_stop(struct manager *m)
 		m->sinks[i] = sink_free(m->sinks[i]);
 	m->n_sinks = 0;
 	m->kafka = NULL;
+	/* new sinks count from zero: so do the deltas of the losses summary */
+	memset(m->sinks_prev, 0, sizeof(m->sinks_prev));
 	m->trace_files = sink_free(m->trace_files);
 }
 
