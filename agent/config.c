@@ -178,8 +178,9 @@ static const struct dc_cfg_item items[] = {
      "period"},
     {"self.bpf_stats", CFG_BOOL, F(self_bpf_stats), "true", 0, 0, NULL,
      "time every BPF program (the kernel's run-time statistics, on for the agent's lifetime "
-     "through BPF_ENABLE_STATS: about two clock reads per program run); false: the cost and "
-     "the budget count the agent's user-space CPU only"},
+     "through BPF_ENABLE_STATS: about two clock reads per program run, paid by every BPF "
+     "program on the node while on, since the kernel has one switch for all); false: the "
+     "cost and the budget count the agent's user-space CPU only"},
     {"self.map_scan_sec", CFG_FLOAT, F(self_map_scan_sec), "10", 0, 86400, NULL,
      "how often the hash maps are walked to publish their fill (one system call per entry); "
      "0: never"},
