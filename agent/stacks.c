@@ -283,25 +283,11 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 	return 0;
 }
 
-void stacks_clean_frame(const char *in, char *out, size_t len)
-{
-	size_t o = 0;
-
-	if (!len)
-		return;
-	for (; *in && o + 1 < len; in++) {
-		unsigned char c = (unsigned char)*in;
-
-		out[o++] = c == ';' ? ':' : c < 0x20 || c == 0x7f ? '?' : (char)c;
-	}
-	out[o] = 0;
-}
-
 static void put_frame(struct dc_buf *b, const char *name, const char *suffix)
 {
 	char clean[512];
 
-	stacks_clean_frame(name, clean, sizeof(clean));
+	sym_clean_frame(name, clean, sizeof(clean));
 	if (b->len)
 		buf_putc(b, ';');
 	buf_printf(b, "%s%s", clean, suffix);

@@ -69,8 +69,4 @@ int stacks_set_policy(struct stacks *s, const struct dc_config *cfg, char *err, 
  * the generation no key can name any more. d stays valid until the next call. */
 int stacks_flip_and_drain(struct stacks *s, struct stacks_drain *d);
 
-/* Pure, unit-tested: a frame name made safe for the collapsed format (no ';',
- * no control characters, no newline), at most len - 1 bytes. */
-void stacks_clean_frame(const char *in, char *out, size_t len);
-
 #endif

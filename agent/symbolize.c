@@ -615,3 +615,17 @@ void sym_get_stats(const struct symbolizer *s, struct sym_stats *st)
 	st->cache_bytes = s->bytes;
 	st->pids = s->npids;
 }
+
+void sym_clean_frame(const char *in, char *out, size_t len)
+{
+	size_t o = 0;
+
+	if (!len)
+		return;
+	for (; *in && o + 1 < len; in++) {
+		unsigned char c = (unsigned char)*in;
+
+		out[o++] = c == ';' ? ':' : c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	out[o] = 0;
+}

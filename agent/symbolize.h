@@ -51,6 +51,9 @@ void sym_new_batch(struct symbolizer *s);
 void sym_get_stats(const struct symbolizer *s, struct sym_stats *st);
 
 /* Pure helpers, unit-tested. */
+/* A frame name made safe for the collapsed format (no ';', no control
+ * characters), at most len - 1 bytes. */
+void sym_clean_frame(const char *in, char *out, size_t len);
 /* Is the instruction just before ret a call (x86_64 encodings)? */
 bool sym_follows_call_x86(const uint8_t *before, size_t n);
 
