@@ -54,10 +54,15 @@ class Cgroup:
             pass
 
 
-def agent_conf(cg):
+def agent_conf(cg, traces_dir=None):
     # only the test's cgroup is profiled: one_in_n and slow_ms off
-    return ('interval = 0.5;\nprobes = { stacks = { enable = true; one_in_n = 0; slow_ms = 0;'
-            ' full_cgroups = ["%s"]; }; };\ntraces = { enable = false; };\n' % cg.rel)
+    conf = ('interval = 0.5;\nprobes = { stacks = { enable = true; one_in_n = 0; slow_ms = 0;'
+            ' full_cgroups = ["%s"]; }; };\n' % cg.rel)
+    if not traces_dir:
+        return conf + 'traces = { enable = false; };\n'
+    # the same cgroup traced in full, nothing else: the multi-level view
+    return conf + ('traces = { sampling = { one_in_n = 1000000000; slow_ms = 0; full_cgroups = ["%s"]; };'
+                   ' output = { dir = "%s"; }; };\n' % (cg.rel, traces_dir))
 
 
 def run_load(load, cg, path, which, linger_ms=1500):
@@ -162,7 +167,7 @@ def proportions(c, agent_bin, load, tool, shot):
     cg = Cgroup()
     tmp = tempfile.mkdtemp(prefix="dc-stacks-")
     try:
-        a = Agent(agent_bin, agent_conf(cg))
+        a = Agent(agent_bin, agent_conf(cg, os.path.join(tmp, "traces")))
         try:
             pid = run_load(load, cg, os.path.join(tmp, "data"), "ab")
         finally:
@@ -204,6 +209,12 @@ def proportions(c, agent_bin, load, tool, shot):
     fa = sum(v[2] for k, v in col.items() if "writer_a" in k.split(";"))
     fb = sum(v[2] for k, v in col.items() if "writer_b" in k.split(";"))
     c.eq((fa, fb), (ITERS * BYTES_A, ITERS * BYTES_B), "collapsed stacks carry the same bytes")
+    # the multi-level view of the same run from its sampled traces
+    tfiles = [os.path.join(tmp, "traces", f) for f in os.listdir(os.path.join(tmp, "traces"))]
+    lay = parse_collapsed(flame(tool, "layers", "--pid", str(pid), *tfiles))
+    pw = lay.get("syscall:pwrite64", (0, 0, 0))
+    c.eq(pw[1:], (2 * ITERS, ITERS * (BYTES_A + BYTES_B)),
+         "layers view from the traces: every pwrite64 as a syscall frame, with its bytes")
     svg = os.path.join(tmp, "flame.svg")
     flame(tool, "merge", "--pid", str(pid), "--weight", "bytes", "--title", "stacks test <&>",
           "--svg", svg, a.out)
