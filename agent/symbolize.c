@@ -131,6 +131,47 @@ struct symbolizer *symbolizer_free(struct symbolizer *s)
 	return NULL;
 }
 
+/* Hand-rolled field parsing: /proc/<pid>/maps of a large process is
+ * thousands of lines read every time a process is first seen, and sscanf
+ * costs several times this (more where libc is uprobed). */
+static const char *hex_field(const char *p, uint64_t *v)
+{
+	uint64_t x = 0;
+	const char *s = p;
+
+	for (;; p++) {
+		unsigned d;
+
+		if (*p >= '0' && *p <= '9')
+			d = (unsigned)(*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			d = (unsigned)(*p - 'a' + 10);
+		else if (*p >= 'A' && *p <= 'F')
+			d = (unsigned)(*p - 'A' + 10);
+		else
+			break;
+		x = x << 4 | d;
+	}
+	*v = x;
+	return p == s ? NULL : p;
+}
+
+static const char *dec_field(const char *p, uint64_t *v)
+{
+	uint64_t x = 0;
+	const char *s = p;
+
+	for (; *p >= '0' && *p <= '9'; p++)
+		x = x * 10 + (uint64_t)(*p - '0');
+	*v = x;
+	return p == s ? NULL : p;
+}
+
+static const char *skip(const char *p, char c)
+{
+	return p && *p == c ? p + 1 : NULL;
+}
+
 static int by_kaddr(const void *a, const void *b)
 {
 	const struct ksym *x = a, *y = b;
@@ -149,19 +190,25 @@ int symbolizer_load_kallsyms(struct symbolizer *s, const char *path)
 	s->nksyms = 0;
 	s->karena_len = 0;
 	while (fgets(line, sizeof(line), f)) {
-		char type, name[256];
+		const char *p = line, *name;
+		char type;
 		uint64_t addr;
 		size_t len;
 
-		if (sscanf(line, "%" SCNx64 " %c %255s", &addr, &type, name) != 3)
+		p = skip(hex_field(p, &addr), ' ');
+		if (!p || !p[0] || p[1] != ' ')
 			continue;
+		type = p[0];
+		name = p + 2;
 		/* text only: data symbols would name return addresses wrongly */
 		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
 			continue;
 		if (!addr)
 			continue; /* kptr_restrict hides addresses */
-		len = strlen(name) + 1;
-		if (s->karena_len + len > acap) {
+		len = strcspn(name, " \t\n");
+		if (!len || len > 255)
+			continue;
+		if (s->karena_len + len + 1 > acap) {
 			char *a = realloc(s->karena, acap = (acap + len) * 2);
 
 			if (!a)
@@ -177,8 +224,9 @@ int symbolizer_load_kallsyms(struct symbolizer *s, const char *path)
 			s->ksyms = k;
 		}
 		memcpy(s->karena + s->karena_len, name, len);
+		s->karena[s->karena_len + len] = 0;
 		s->ksyms[s->nksyms++] = (struct ksym){addr, (uint32_t)s->karena_len};
-		s->karena_len += len;
+		s->karena_len += len + 1;
 	}
 	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), by_kaddr);
 	return 0;
@@ -486,18 +534,27 @@ static int maps_read(struct symbolizer *s, struct procmaps *p)
 		return -errno;
 	}
 	while (fgets(line, sizeof(line), f)) {
-		uint64_t start, end, off, ino;
-		unsigned maj, min;
-		char perms[8];
-		int pos = 0;
+		/* start-end perms offset major:minor inode path */
+		uint64_t start, end, off, maj, min, ino;
+		const char *q = line, *perms;
 		char *name;
 
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
-			   &start, &end, perms, &off, &maj, &min, &ino, &pos) < 7)
+		q = skip(hex_field(q, &start), '-');
+		q = skip(hex_field(q, &end), ' ');
+		if (!q || strlen(q) < 5 || q[4] != ' ')
+			continue;
+		perms = q;
+		q = skip(hex_field(q + 5, &off), ' ');
+		q = skip(hex_field(q, &maj), ':');
+		q = skip(hex_field(q, &min), ' ');
+		q = dec_field(q, &ino);
+		if (!q)
 			continue;
 		if (perms[2] != 'x')
 			continue;
-		name = line + pos;
+		while (*q == ' ')
+			q++;
+		name = (char *)q;
 		name[strcspn(name, "\n")] = 0;
 		if (p->n == cap) {
 			struct mapping *m = realloc(p->m, (cap = cap ? cap * 2 : 16) * sizeof(*m));
