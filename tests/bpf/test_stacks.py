@@ -150,9 +150,16 @@ def render(c, svg, png, search=None):
     h = int(head.split('height="')[1].split('"')[0])
     prof = tempfile.mkdtemp(prefix="dc-chromium-")
     url = "file://" + os.path.abspath(svg) + ("#search=" + search if search else "")
-    p = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                        "--user-data-dir=" + prof, "--window-size=%d,%d" % (w, h),
-                        "--screenshot=" + png, url], capture_output=True, timeout=120)
+    # a loaded machine sometimes kills the renderer (SIGTRAP from one of
+    # Chromium's own checks): three attempts, the failures printed
+    for attempt in range(3):
+        p = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                            "--user-data-dir=" + prof, "--window-size=%d,%d" % (w, h),
+                            "--screenshot=" + png, url], capture_output=True, timeout=120)
+        if p.returncode == 0:
+            break
+        print("# chromium attempt %d exited %d: %s" % (attempt + 1, p.returncode,
+                                                       p.stderr.decode(errors="replace")[-500:]))
     shutil.rmtree(prof, ignore_errors=True)
     c.eq(p.returncode, 0, "chromium rendered the SVG")
     c.check(os.path.exists(png), "screenshot written: %s" % png)
@@ -195,11 +202,18 @@ def proportions(c, agent_bin, load, tool, shot):
     c.check(all(("pwrite" in frames(r)) for r in wa + wb),
             "the frameless libc wrapper and its caller both shown (caller fix-up)")
     fs = [r for r in rows if r["op"] == "fsync" and "syncer" in frames(r)]
-    c.check(len(fs) == 1 and fs[0]["count"] == 1, "the fsync from syncer()")
+    agents = [r for r in recs if r["type"] == "agent"]
+    lost = sum(r["stacks"]["user_stacks_lost"] for r in agents if "stacks" in r)
+    # a stack-map bucket already holding another stack loses the new one,
+    # counted (docs/stacks.md): then the fsync's row says [user stack lost]
+    fs_lost = [r for r in rows if r["op"] == "fsync" and "[user stack lost]" in frames(r)]
+    c.check((len(fs) == 1 and fs[0]["count"] == 1) or (fs_lost and lost > 0),
+            "the fsync from syncer(), or its user stack lost and counted (%s; lost %d)"
+            % ([r["stack"] for r in rows if r["op"] == "fsync"], lost))
+    fs = fs or fs_lost
     kern = [f for f in frames(fs[0])[frames(fs[0]).index("[syscall] fsync") + 1:]] if fs else []
     c.check(kern == ["[on-cpu]"] or (len(kern) > 2 and all(f.endswith("_[k]") for f in kern)),
             "fsync's kernel part: on the CPU, or the kernel frames where it blocked (%s)" % ";".join(kern[-3:]))
-    agents = [r for r in recs if r["type"] == "agent"]
     c.check(all("stacks" in r for r in agents), "every agent record reports the stacks maps")
     c.eq(sum(r["stacks"]["key_map_full"] for r in agents), 0, "no key lost to a full map")
     c.check(all(r["stacks"]["unattributed"]["count"] == 0 for r in agents), "nothing unattributed")
