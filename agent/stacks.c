@@ -250,26 +250,6 @@ int stacks_install(struct stacks *s)
 	return r ? r : write_policy(s);
 }
 
-int stacks_set_policy(struct stacks *s, const struct dc_config *cfg, char *err, size_t errlen)
-{
-	struct dc_stk_cfg p;
-	uint64_t ids[MAX_FULL_CGROUPS];
-	unsigned n;
-	int r = build_policy(cfg, &p, ids, &n, err, errlen);
-
-	if (r < 0)
-		return r;
-	s->policy = p;
-	s->policy.full_cgroups = 0;
-	r = write_policy(s);
-	for (unsigned i = 0; !r && i < s->n_full; i++)
-		bpf_map_delete_elem(bpf_map__fd(s->skel->maps.stk_full), &s->full_ids[i]);
-	memcpy(s->full_ids, ids, sizeof(ids));
-	s->n_full = n;
-	s->policy = p;
-	return r ? r : write_policy(s);
-}
-
 static int collect(const void *key, const void *values, int ncpus, void *ctx)
 {
 	struct stacks *s = ctx;

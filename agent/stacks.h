@@ -63,7 +63,6 @@ void stacks_disable(struct syscall_bpf *skel);
 int stacks_install(struct stacks *s);
 /* The maps of a failed load attempt. */
 void stacks_reset(struct stacks *s);
-int stacks_set_policy(struct stacks *s, const struct dc_config *cfg, char *err, size_t errlen);
 
 /* Close the window: advance the generation, flip, drain, symbolize; clear
  * the generation no key can name any more. d stays valid until the next call. */
