@@ -144,6 +144,10 @@ int stacks_new(const struct dc_config *cfg, struct stacks **ret, char *err, size
 
 		if (k < 0)
 			snprintf(err, errlen, "cannot read /proc/kallsyms: %s", strerror(-k));
+		else if (!sym_kernel_count(s->sym))
+			snprintf(err, errlen,
+				 "/proc/kallsyms shows no addresses (kernel.kptr_restrict, or not "
+				 "root)");
 	}
 	if (r < 0) {
 		if (!err[0])

@@ -232,6 +232,11 @@ int symbolizer_load_kallsyms(struct symbolizer *s, const char *path)
 	return 0;
 }
 
+size_t sym_kernel_count(const struct symbolizer *s)
+{
+	return s->nksyms;
+}
+
 const char *sym_kernel(const struct symbolizer *s, uint64_t addr)
 {
 	size_t lo = 0, hi = s->nksyms;

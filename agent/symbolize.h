@@ -30,6 +30,7 @@ struct symbolizer *symbolizer_free(struct symbolizer *s);
 /* Kernel symbols from a kallsyms-format file; -errno, or 0 (also when the
  * file shows only zero addresses: then every kernel frame is unknown). */
 int symbolizer_load_kallsyms(struct symbolizer *s, const char *path);
+size_t sym_kernel_count(const struct symbolizer *s);
 /* NULL when unknown. */
 const char *sym_kernel(const struct symbolizer *s, uint64_t addr);
 
