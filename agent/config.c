@@ -184,6 +184,24 @@ static const struct dc_cfg_item items[] = {
     {"self.map_scan_sec", CFG_FLOAT, F(self_map_scan_sec), "10", 0, 86400, NULL,
      "how often the hash maps are walked to publish their fill (one system call per entry); "
      "0: never"},
+    {"probes.stacks.enable", CFG_BOOL, F(stacks_enable), "false", 0, 0, NULL,
+     "stack-attributed I/O profiles: for chosen calls, the user stack and the kernel stack "
+     "where the call blocked, summed per window into stacks records (docs/stacks.md); adds a "
+     "program on every context switch, so off unless asked for"},
+    {"probes.stacks.slow_ms", CFG_FLOAT, F(stacks_slow_ms), "10", 0, 3600000, NULL,
+     "profile every call at least this slow; 0 turns the rule off"},
+    {"probes.stacks.one_in_n", CFG_INT, F(stacks_one_in_n), "100", 0, 1000000000, NULL,
+     "profile every Nth call of each thread; 0 turns the rule off, 1 profiles every call"},
+    {"probes.stacks.full_cgroups", CFG_STRLIST, F(stacks_full_cgroups), "", 0, 0, NULL,
+     "cgroup2 paths whose every call is profiled, descendants included"},
+    {"probes.stacks.max_stacks", CFG_INT, F(stacks_max_stacks), "4096", 64, 1 << 20, NULL,
+     "distinct stacks per window in each of the four stack maps (64 frames, 512 bytes "
+     "each); a stack that finds its slot taken is lost, counted in the agent record"},
+    {"probes.stacks.max_keys", CFG_INT, F(stacks_max_keys), "4096", 16, 1 << 20, NULL,
+     "distinct (process, user stack, kernel stack, operation) keys per window; beyond, "
+     "calls are counted per operation as unattributed"},
+    {"probes.stacks.max_symbols_mib", CFG_INT, F(stacks_max_symbols_mib), "64", 1, 4096, NULL,
+     "bound on the symbol tables of user binaries held for symbolization (LRU)"},
     {"kafka.brokers", CFG_STRING, F(kafka_brokers), "", 0, 0, NULL,
      "bootstrap servers (host:port,...); empty: no Kafka, records go to output.path only"},
     {"kafka.topics.features", CFG_STRING, F(kafka_topic_features), "datacrumbs.features", 0, 0,
@@ -194,6 +212,8 @@ static const struct dc_cfg_item items[] = {
      "topic of the sampled traces: one message per window, a zstd frame of NDJSON"},
     {"kafka.topics.meta", CFG_STRING, F(kafka_topic_meta), "datacrumbs.meta", 0, 0, NULL,
      "topic of the dictionaries (reserved: not produced yet)"},
+    {"kafka.topics.stacks", CFG_STRING, F(kafka_topic_stacks), "datacrumbs.stacks", 0, 0, NULL,
+     "topic of the stacks records (only produced with probes.stacks.enable)"},
     {"kafka.key", CFG_STRING, F(kafka_key), "host", 0, 0, "host|host_cgroup",
      "message key: host keeps a node's windows in one partition, in order; host_cgroup "
      "spreads a node's feature vectors over partitions, ordered per cgroup"},

@@ -83,6 +83,13 @@ struct dc_config {
 	int64_t traces_rotate_mib;
 	int64_t traces_rotate_sec;
 	int64_t traces_max_mib;
+	bool stacks_enable; /* probes.stacks: stack-attributed profiles (agent/stacks.c) */
+	double stacks_slow_ms;
+	int64_t stacks_one_in_n;
+	char stacks_full_cgroups[4096]; /* cgroup2 paths, one per line */
+	int64_t stacks_max_stacks;
+	int64_t stacks_max_keys;
+	int64_t stacks_max_symbols_mib;
 	bool exclude_self;
 	char filter_include_cgroups[4096]; /* cgroup2 paths, one per line */
 	char filter_exclude_cgroups[4096];
@@ -95,6 +102,7 @@ struct dc_config {
 	char kafka_topic_agent[256];
 	char kafka_topic_traces[256];
 	char kafka_topic_meta[256];
+	char kafka_topic_stacks[256];
 	char kafka_key[16];	     /* host | host_cgroup */
 	char kafka_properties[8192]; /* "name=value" lines */
 	char kafka_secrets[1024];    /* path: root-only "name=value" lines */

@@ -28,6 +28,7 @@
 #include "probe-vfs.h"
 #include "probe-file.h"
 #include "traces.h"
+#include "stacks.h"
 #include "probe-syscall.h"
 #include "record.h"
 #include "selfcost.h"
@@ -512,6 +513,49 @@ static int flip_vfs(struct manager *m, void *res)
 	return probe_vfs_flip_and_drain(m->vfs, res);
 }
 
+static int flip_stacks(struct manager *m, void *res)
+{
+	return stacks_flip_and_drain(probe_syscall_stacks(m->sys), res);
+}
+
+/* One stacks record per (process, cgroup) of the window's rows. */
+static void emit_stacks(struct manager *m, const struct dc_record_ctx *ctx,
+			const struct stacks_drain *d)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < d->n;) {
+		size_t end = i, o_end;
+		struct dc_proc_info proc;
+		struct dc_proc_ident id = {
+		    .pid = d->rows[i].tgid, .comm = proc.comm, .cgroup_id = d->rows[i].cgroup_id};
+
+		while (end < d->n && d->rows[end].tgid == id.pid &&
+		       d->rows[end].cgroup_id == id.cgroup_id)
+			end++;
+		while (o < d->n_objs &&
+		       (d->objs[o].tgid < id.pid ||
+			(d->objs[o].tgid == id.pid && d->objs[o].cgroup_id < id.cgroup_id)))
+			o++;
+		for (o_end = o; o_end < d->n_objs && d->objs[o_end].tgid == id.pid &&
+				d->objs[o_end].cgroup_id == id.cgroup_id;
+		     o_end++)
+			;
+		if (probe_syscall_proc(m->sys, id.pid, &proc) < 0)
+			proc_from_procfs(id.pid, &proc);
+		id.uid_known = proc.known;
+		id.uid = proc.uid;
+		id.exe = proc.exe;
+		id.cgroup = cgroup_cache_path(m->cgroups, id.cgroup_id);
+		id.job = cgroup_cache_job(m->cgroups, id.cgroup_id);
+		buf_reset(&m->rec);
+		record_stacks(&m->rec, ctx, &id, d->rows + i, end - i, d->objs + o, o_end - o);
+		if (!m->rec.err)
+			manager_write(m, DC_REC_STACKS, ctx->w);
+		i = end;
+	}
+}
+
 static void *flip_thread(void *p)
 {
 	struct flip_job *j = p;
@@ -715,6 +759,8 @@ static int manager_close_window(struct manager *m)
 	struct dc_pc_drain pres = {};
 	struct dc_fn_drain ures = {}, vres = {};
 	struct dc_uring_drain urres = {};
+	struct stacks_drain sres = {};
+	bool stk = probe_syscall_stacks(m->sys) != NULL;
 	size_t n_only;
 	struct dc_agent_stats st = {};
 	struct dc_selfstat self = {};
@@ -735,6 +781,7 @@ static int manager_close_window(struct manager *m)
 	    {.family = "io_uring", .run = flip_uring, .res = &urres, .on = m->ur != NULL},
 	    {.family = "library", .run = flip_uprobe, .res = &ures, .on = m->up != NULL},
 	    {.family = "VFS", .run = flip_vfs, .res = &vres, .on = m->vfs != NULL},
+	    {.family = "stacks", .run = flip_stacks, .res = &sres, .on = stk},
 	};
 
 	m->closing_seq = w.seq;
@@ -743,7 +790,7 @@ static int manager_close_window(struct manager *m)
 		/* the kernel counters first, as close to the flip as they can be */
 		struct selfcost_layer layers[] = {
 		    {"syscall", m->sys ? probe_syscall_object(m->sys) : NULL,
-		     jobs[0].cpu_ns + jobs[1].cpu_ns},
+		     jobs[0].cpu_ns + jobs[1].cpu_ns + jobs[7].cpu_ns},
 		    {"block", m->blk ? probe_block_object(m->blk) : NULL, jobs[2].cpu_ns},
 		    {"page_cache", m->pc ? probe_pagecache_object(m->pc) : NULL, jobs[3].cpu_ns},
 		    {"io_uring", m->ur ? probe_uring_object(m->ur) : NULL, jobs[4].cpu_ns},
@@ -804,6 +851,9 @@ static int manager_close_window(struct manager *m)
 		i = end;
 	}
 
+	if (stk)
+		emit_stacks(m, &ctx, &sres);
+
 	if (m->traces) {
 		traces_publish(m, &w);
 		for (size_t i = 0; i < res.n; i++)
@@ -835,6 +885,7 @@ static int manager_close_window(struct manager *m)
 	    .n_probes = m->n_probes,
 	    .block = m->blk != NULL,
 	    .blk_unattributed = bres.overflow,
+	    .stacks = stk ? &sres : NULL,
 	};
 	memcpy(st.counters, res.counters, sizeof(st.counters));
 	memcpy(st.blk_counters, bres.counters, sizeof(st.blk_counters));
@@ -1216,6 +1267,7 @@ static unsigned key_scope(const char *path)
 	    {"self.", CH_SELF},
 	    {"filter.", CH_FILTER | FAM_ALL},
 	    {"probes.syscall.", FAM_SYSCALL},
+	    {"probes.stacks.", FAM_SYSCALL | CH_SINKS}, /* the Kafka topic follows enable */
 	    {"probes.files.", FAM_SYSCALL},
 	    {"maps.files_", FAM_SYSCALL},
 	    {"probes.vfs.", FAM_VFS},
@@ -1554,6 +1606,7 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 		    .topic_features = cfg->kafka_topic_features,
 		    .topic_agent = cfg->kafka_topic_agent,
 		    .topic_traces = cfg->traces_enable ? cfg->kafka_topic_traces : NULL,
+		    .topic_stacks = cfg->stacks_enable ? cfg->kafka_topic_stacks : NULL,
 		    .key_cgroup = !strcmp(cfg->kafka_key, "host_cgroup"),
 		    .host = m->host,
 		    .run = m->run_id,

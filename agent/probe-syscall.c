@@ -19,6 +19,7 @@
 #include "preempt.h"
 #include "probe-file.h"
 #include "traces.h"
+#include "stacks.h"
 #include "probe-syscall.h"
 #include "progstats.h"
 #include "syscall.skel.h"
@@ -32,6 +33,7 @@ struct probe_syscall {
 	enum mech mech;
 	struct probe_file *files; /* NULL: file layer off (configured, or refused) */
 	struct traces *traces;	  /* NULL: sampled traces off (configured, or refused) */
+	struct stacks *stacks;	  /* NULL: stack profiles off (configured, or refused) */
 	struct dc_filter *filter;
 	bool files_percpu;
 	char files_detail[512];
@@ -64,6 +66,8 @@ static void probe_close_maps(struct probe_syscall *p)
 	winmap_close(&p->agg);
 	if (p->files)
 		probe_file_reset(p->files);
+	if (p->stacks)
+		stacks_reset(p->stacks);
 }
 
 struct probe_syscall *probe_syscall_free(struct probe_syscall *p)
@@ -74,6 +78,7 @@ struct probe_syscall *probe_syscall_free(struct probe_syscall *p)
 	probe_close_maps(p);
 	p->files = probe_file_free(p->files);
 	p->traces = traces_free(p->traces);
+	p->stacks = stacks_free(p->stacks);
 	p->filter = filter_free(p->filter);
 	free(p->entries);
 	free(p);
@@ -152,12 +157,20 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 		traces_prepare(p->traces, skel);
 	else
 		traces_disable(skel);
+	if (p->stacks)
+		r = stacks_prepare(p->stacks, skel, (int)m);
+	else
+		stacks_disable(skel);
+	if (r)
+		return r;
 	r = syscall_bpf__load(skel);
 	if (r)
 		return r;
 	r = winmap_install(&p->agg);
 	if (!r && p->files)
 		r = probe_file_install(p->files);
+	if (!r && p->stacks)
+		r = stacks_install(p->stacks);
 	if (!r)
 		r = filter_install(p->filter, skel->obj);
 	if (r)
@@ -247,6 +260,15 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 		if (r < 0)
 			return log_error_errno(r, "Cannot set up sampled traces: %s", err);
 	}
+	if (cfg->stacks_enable) {
+		char err[512] = "";
+
+		r = stacks_new(cfg, &p->stacks, err, sizeof(err));
+		if (r < 0)
+			return log_error_errno(r, "Cannot set up stack profiles: %s", err);
+		if (err[0])
+			log_warning("Stack profiles: %s; kernel frames will be unnamed", err);
+	}
 
 	r = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL);
 	if (r == -EPERM || r == -EACCES)
@@ -268,7 +290,7 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 
 		r = mech_choose("syscall", mech_names, first, last, attempt, undo, &a, p->detail,
 				sizeof(p->detail), &off);
-		if (r < 0 && (p->files || p->traces)) {
+		if (r < 0 && (p->files || p->traces || p->stacks)) {
 			/* the file and trace code is what a kernel is likeliest to
 			 * refuse (fd table and path walks, ring queries): keep the
 			 * syscall layer */
@@ -279,6 +301,7 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 				    p->detail);
 			p->files = probe_file_free(p->files);
 			p->traces = traces_free(p->traces);
+			p->stacks = stacks_free(p->stacks);
 			off = 0;
 			p->detail[0] = 0;
 			r = mech_choose("syscall", mech_names, first, last, attempt, undo, &a,
@@ -452,4 +475,9 @@ struct traces *probe_syscall_traces(struct probe_syscall *p)
 struct bpf_object *probe_syscall_object(const struct probe_syscall *p)
 {
 	return p->skel->obj;
+}
+
+struct stacks *probe_syscall_stacks(struct probe_syscall *p)
+{
+	return p->stacks;
 }

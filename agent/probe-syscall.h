@@ -32,6 +32,9 @@ struct probe_file *probe_syscall_files(struct probe_syscall *p);
 const char *probe_syscall_files_detail(const struct probe_syscall *p);
 
 /* Sampled traces, which run inside the syscall programs; NULL when off. */
+struct stacks;
+/* NULL when stack profiles are off */
+struct stacks *probe_syscall_stacks(struct probe_syscall *p);
 struct traces *probe_syscall_traces(struct probe_syscall *p);
 
 struct dc_drain_result {

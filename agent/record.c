@@ -20,6 +20,8 @@ const char *record_type_name(enum dc_rec_type t)
 		return "filename";
 	case DC_REC_TRACE:
 		return "trace";
+	case DC_REC_STACKS:
+		return "stacks";
 	default:
 		return "unknown";
 	}
@@ -506,6 +508,63 @@ static void fn_drops(struct dc_json *j, const char *family, const uint64_t *c)
 	json_obj_end(j);
 }
 
+static const char *const stk_counter_names[DC_STK_CNT_MAX] = {
+    [DC_STK_CNT_KEY_FULL] = "key_map_full",
+    [DC_STK_CNT_USTACK_LOST] = "user_stacks_lost",
+    [DC_STK_CNT_KSTACK_LOST] = "kernel_stacks_lost",
+    [DC_STK_CNT_KSTACK_STALE] = "kernel_stacks_stale",
+    [DC_STK_CNT_CAPTURES] = "kernel_captures",
+};
+
+static void stacks_agent_fields(struct dc_json *j, const struct stacks_drain *d)
+{
+	json_key(j, "stacks");
+	json_obj_begin(j);
+	json_key(j, "keys");
+	json_u64(j, d->keys);
+	json_key(j, "rows");
+	json_u64(j, d->n);
+	for (unsigned i = 0; i < DC_STK_CNT_MAX; i++) {
+		json_key(j, stk_counter_names[i]);
+		json_u64(j, d->counters[i]);
+	}
+	json_key(j, "unattributed");
+	json_obj_begin(j);
+	json_key(j, "count");
+	json_u64(j, d->unattributed_count);
+	json_key(j, "time_ns");
+	json_u64(j, d->unattributed_time_ns);
+	json_key(j, "bytes");
+	json_u64(j, d->unattributed_bytes);
+	json_obj_end(j);
+	json_key(j, "caller_fixups");
+	json_u64(j, d->caller_fixups);
+	json_key(j, "flip_us");
+	json_u64(j, d->flip_us);
+	json_key(j, "drain_us");
+	json_u64(j, d->drain_us);
+	json_key(j, "symbolize_us");
+	json_u64(j, d->symbolize_us);
+	json_key(j, "symbols");
+	json_obj_begin(j);
+	json_key(j, "elf_loads");
+	json_u64(j, d->sym.elf_loads);
+	json_key(j, "elf_evictions");
+	json_u64(j, d->sym.elf_evictions);
+	json_key(j, "elf_failures");
+	json_u64(j, d->sym.elf_failures);
+	json_key(j, "maps_reads");
+	json_u64(j, d->sym.maps_reads);
+	json_key(j, "maps_failures");
+	json_u64(j, d->sym.maps_failures);
+	json_key(j, "cache_bytes");
+	json_u64(j, d->sym.cache_bytes);
+	json_key(j, "processes");
+	json_u64(j, d->sym.pids);
+	json_obj_end(j);
+	json_obj_end(j);
+}
+
 void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struct dc_agent_stats *s)
 {
 	struct dc_json j;
@@ -696,6 +755,9 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 		json_obj_end(&j);
 	}
 
+	if (s->stacks)
+		stacks_agent_fields(&j, s->stacks);
+
 	if (s->files) {
 		static const struct dc_file_sum none;
 
@@ -772,6 +834,55 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 	}
 	json_arr_end(&j);
 
+	json_obj_end(&j);
+	buf_putc(b, '\n');
+}
+
+void record_stacks(struct dc_buf *b, const struct dc_record_ctx *ctx,
+		   const struct dc_proc_ident *id, const struct stack_row *rows, size_t n,
+		   const struct stack_object *objs, size_t n_objs)
+{
+	struct dc_json j;
+
+	json_init(&j, b);
+	json_obj_begin(&j);
+	header(&j, ctx, DC_REC_STACKS);
+	ident(&j, id);
+	json_key(&j, "exe");
+	json_str(&j, id->exe ? id->exe : "");
+	job_fields(&j, id->job);
+	json_key(&j, "stacks");
+	json_arr_begin(&j);
+	for (size_t i = 0; i < n; i++) {
+		const struct dc_op_info *oi = ops_get(rows[i].op);
+
+		json_obj_begin(&j);
+		json_key(&j, "op");
+		json_str(&j, oi ? oi->name : "unknown");
+		json_key(&j, "count");
+		json_u64(&j, rows[i].count);
+		json_key(&j, "time_ns");
+		json_u64(&j, rows[i].time_ns);
+		json_key(&j, "bytes");
+		json_u64(&j, rows[i].bytes);
+		json_key(&j, "stack");
+		json_str(&j, rows[i].stack);
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	/* objects some frame could not be named in: "name+0xoffset" frames */
+	json_key(&j, "objects");
+	json_obj_begin(&j);
+	for (size_t i = 0; i < n_objs; i++) {
+		json_key(&j, objs[i].name);
+		json_obj_begin(&j);
+		json_key(&j, "path");
+		json_str(&j, objs[i].path);
+		json_key(&j, "build_id");
+		json_str(&j, objs[i].build_id);
+		json_obj_end(&j);
+	}
+	json_obj_end(&j);
 	json_obj_end(&j);
 	buf_putc(b, '\n');
 }

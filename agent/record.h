@@ -14,6 +14,7 @@
 #include "filevec.h"
 #include "json.h"
 #include "traces.h"
+#include "stacks.h"
 #include "window.h"
 
 /* Schema of every record this agent writes; docs/records.md. Bump on any
@@ -27,6 +28,7 @@ enum dc_rec_type {
 	DC_REC_FILE = 3,     /* one (process, file) in one window */
 	DC_REC_FILENAME = 4, /* dictionary: fhash -> path */
 	DC_REC_TRACE = 5,    /* a window's sampled trace events: one zstd frame of NDJSON */
+	DC_REC_STACKS = 6,   /* one process's stack-attributed profile in one window */
 	DC_REC_MAX,
 };
 
@@ -136,6 +138,7 @@ struct dc_agent_stats {
 	uint64_t file_names, file_names_not_kept;
 	const struct dc_file_sum *file_unattributed;
 	const struct dc_blk_entry *blk_unattributed; /* [DC_BLK_OP_MAX] */
+	const struct stacks_drain *stacks;	     /* NULL: stack profiles off */
 	/* writes the members of the "sinks" object: each sink reports itself */
 	void (*sinks)(struct dc_json *j, void *opaque);
 	void *sinks_opaque;
@@ -154,5 +157,10 @@ void record_filename(struct dc_buf *b, const struct dc_record_ctx *ctx, const ch
 
 void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx,
 		  const struct dc_agent_stats *s);
+
+/* One stacks record: rows (and objs) of one process, from stacks_flip_and_drain. */
+void record_stacks(struct dc_buf *b, const struct dc_record_ctx *ctx,
+		   const struct dc_proc_ident *id, const struct stack_row *rows, size_t n,
+		   const struct stack_object *objs, size_t n_objs);
 
 #endif

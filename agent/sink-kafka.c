@@ -404,6 +404,8 @@ static int kafka_write(struct dc_sink *s, enum dc_rec_type type, const struct dc
 		k->building_tr_n++;
 		return k->building_tr.err ? -ENOMEM : 0;
 	}
+	if (!k->topic[type])
+		return 0; /* stacks records with no stacks topic configured */
 	seg_raw_add(&k->building, type, w->seq, data, (uint32_t)len);
 	k->building_n++;
 	return k->building.err ? -ENOMEM : 0;
@@ -760,6 +762,8 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 	snprintf(k->topic_name[DC_REC_FILENAME], sizeof(k->topic_name[0]), "%s", p->topic_features);
 	snprintf(k->topic_name[DC_REC_TRACE], sizeof(k->topic_name[0]), "%s",
 		 p->topic_traces ? p->topic_traces : "");
+	snprintf(k->topic_name[DC_REC_STACKS], sizeof(k->topic_name[0]), "%s",
+		 p->topic_stacks ? p->topic_stacks : "");
 
 	conf = rd_kafka_conf_new();
 	snprintf(client_id, sizeof(client_id), "datacrumbs-%s", p->host);

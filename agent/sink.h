@@ -88,6 +88,7 @@ struct sink_kafka_params {
 	const char *topic_features;
 	const char *topic_agent;
 	const char *topic_traces; /* NULL or "": traces are not published */
+	const char *topic_stacks; /* NULL or "": stacks records are not published */
 	bool key_cgroup;	  /* key features records by host/cgroup instead of host */
 	const char *host;
 	const char *run;

@@ -26,6 +26,17 @@
 #include "filter.bpf.h"
 #include "file.bpf.h"
 #include "trace.bpf.h"
+#include "stacks.bpf.h"
+
+#if defined(__TARGET_ARCH_x86)
+#define DC_REGS_SP(r)	   (stacks_on ? (r)->sp : 0)
+#define DC_REGS_LR(r)	   0
+#define DC_CORE_REGS_LR(r) 0
+#else
+#define DC_REGS_SP(r)	   0
+#define DC_REGS_LR(r)	   (stacks_on ? (r)->regs[30] : 0)
+#define DC_CORE_REGS_LR(r) BPF_CORE_READ(r, regs[30])
+#endif
 
 /* Set before load by the agent; frozen afterwards. */
 const volatile __u32 agent_tgid = 0;
@@ -90,7 +101,8 @@ enum { STASH_NONE, STASH_TAKEN, STASH_FILTERED };
 
 /* Consumes the entry this thread left for op (the file part into *fs). */
 static __always_inline int stash_take(struct task_struct *task, __u32 tid, __u32 op, __u64 *ts,
-				      __u64 *size, struct dc_file_stash *fs, __u32 *tr_seq)
+				      __u64 *size, struct dc_file_stash *fs, __u32 *tr_seq,
+				      struct stk_call *sc)
 {
 	struct dc_stash *st = stash_get(task, tid, false);
 
@@ -111,6 +123,11 @@ static __always_inline int stash_take(struct task_struct *task, __u32 tid, __u32
 		*fs = st->f;
 	if (traces_on)
 		*tr_seq = use_task_storage ? ++st->tr_seen : trace_cpu_seq();
+	if (stacks_on) {
+		sc->flags = st->stk_flags;
+		sc->kstack = st->kstack;
+		sc->kseq = st->kseq;
+	}
 	if (use_task_storage)
 		st->ts = 0;
 	else
@@ -148,6 +165,8 @@ static __always_inline struct dc_stash *stash_open(struct task_struct *task, __u
 	st->op = op;
 	st->size = size;
 	st->filtered = 0;
+	if (stacks_on)
+		stacks_enter(st, use_task_storage);
 	return st;
 }
 
@@ -190,12 +209,13 @@ static __always_inline void proc_note(__u32 tgid)
 		count(DC_CNT_PROC_FAIL);
 }
 
-static __always_inline void on_exit(long nr, long ret)
+static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, __u64 lr)
 {
 	__u32 op = lookup_op(nr), src, tgid;
 	struct dc_agg_key key = {};
 	struct task_struct *task;
 	struct dc_file_stash fs = {}; /* clang spills undefined registers otherwise */
+	struct stk_call sc = {};
 	__u32 tr_seq = 0;
 	struct dc_agg_val *v;
 	__u64 ts, size, lat, bytes = 0;
@@ -209,7 +229,8 @@ static __always_inline void on_exit(long nr, long ret)
 	tgid = task->tgid;
 	if (tgid == agent_tgid)
 		return;
-	switch (stash_take(task, use_task_storage ? 0 : task->pid, op, &ts, &size, &fs, &tr_seq)) {
+	switch (
+	    stash_take(task, use_task_storage ? 0 : task->pid, op, &ts, &size, &fs, &tr_seq, &sc)) {
 	case STASH_FILTERED:
 		return;
 	case STASH_NONE:
@@ -245,6 +266,11 @@ static __always_inline void on_exit(long nr, long ret)
 	if (sized) {
 		dc_add(&v->bytes, bytes);
 		dc_add(&v->size_hist[dc_hist_slot(bytes, DC_SIZE_SLOTS)], 1);
+	}
+	if (stacks_on) {
+		sc.sp = sp;
+		sc.lr = lr;
+		stacks_exit(ctx, &sc, key.cgroup_id, tgid, op, lat, bytes);
 	}
 	if (traces_on) {
 		enum trace_outcome o;
@@ -322,14 +348,15 @@ DC_ENTER_PROG("raw_tp/sys_enter", dc_enter_raw, CORE_ARG)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(dc_exit_btf, struct pt_regs *regs, long ret)
 {
-	on_exit(DC_REGS_SYSCALL_NR(regs), ret);
+	on_exit(ctx, DC_REGS_SYSCALL_NR(regs), ret, DC_REGS_SP(regs), DC_REGS_LR(regs));
 	return 0;
 }
 
 SEC("raw_tp/sys_exit")
 int BPF_PROG(dc_exit_raw, struct pt_regs *regs, long ret)
 {
-	on_exit(BPF_CORE_READ(regs, DC_REGS_NR_FIELD), ret);
+	on_exit(ctx, BPF_CORE_READ(regs, DC_REGS_NR_FIELD), ret,
+		stacks_on ? BPF_CORE_READ(regs, sp) : 0, stacks_on ? DC_CORE_REGS_LR(regs) : 0);
 	return 0;
 }
 
@@ -370,7 +397,45 @@ int dc_enter_tp(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/raw_syscalls/sys_exit")
 int dc_exit_tp(struct trace_event_raw_sys_exit *ctx)
 {
-	on_exit(ctx->id, ctx->ret);
+	/* no user registers here: a frameless leaf's caller stays unknown */
+	on_exit(ctx, ctx->id, ctx->ret, 0, 0);
+	return 0;
+}
+
+/*
+ * Context switches, loaded only with probes.stacks.enable: the switching-out
+ * task is current, so its stash is found as at exit and its kernel stack is
+ * the one bpf_get_stackid() walks. Preemptions are skipped: the call did
+ * not wait there. The classic tracepoint's prev_state changed type across
+ * kernels, so that fallback takes every switch-out of a watched call.
+ */
+static __always_inline void on_switch(void *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	stacks_switch(ctx, stash_get(task, use_task_storage ? 0 : task->pid, false));
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(dc_switch_btf, bool preempt)
+{
+	if (!preempt)
+		on_switch(ctx);
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(dc_switch_raw, bool preempt)
+{
+	if (!preempt)
+		on_switch(ctx);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_switch")
+int dc_switch_tp(void *ctx)
+{
+	on_switch(ctx);
 	return 0;
 }
 

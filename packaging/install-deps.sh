@@ -16,6 +16,8 @@ test_pkgs=(python3 jq clang-format kcat qemu-system-x86 cpio zstd e2fsprogs libc
 # configured by the Ansible role in deploy/; python3-yaml: the DaemonSet manifest test;
 # procps: pgrep finds the container's init and agent
 test_pkgs+=(debootstrap systemd-container ansible python3-yaml procps)
+# chromium: the flame-graph SVG is rendered headless and screenshotted (tests/bpf/test_stacks.py)
+test_pkgs+=(chromium)
 bench_pkgs=(bpftrace e2fsprogs mount)  # mount: losetup; e2fsprogs: mkfs.ext4 (layers_bench.py)
 # rpm: rpmbuild and rpm -qlp; elfutils: eu-strip for rpm's debuginfo split; debootstrap and
 # systemd-container: a Debian root booted by systemd-nspawn runs the unit under a real systemd

@@ -19,7 +19,8 @@
 #include "datacrumbs/ops.h"
 #include "datacrumbs/file.h"
 
-#define DC_SYSCALL_ABI 3 /* 2: dc_proc gained uid and exe; 3: DC_CNT_FILTERED */
+#define DC_SYSCALL_ABI \
+	4 /* 2: dc_proc gained uid and exe; 3: DC_CNT_FILTERED; 4: dc_stash stack fields */
 
 /*
  * Syscall numbers the BPF side can map to an operation. 512 covers every
@@ -69,6 +70,10 @@ struct dc_stash {
 	__u32 filtered;		/* the entry was left out by filter.*: its exit returns quietly */
 	struct dc_file_stash f; /* the file layer's part (bpf/file.bpf.h) */
 	__u32 tr_seen;		/* traces: this thread's calls, for 1-in-N (never reset) */
+	__u32 stk_seen;		/* stacks: this thread's calls, for 1-in-N (never reset) */
+	__s32 kstack;		/* stacks: kernel stack id at the first switch-out, or a mark */
+	__u32 kseq;		/* stacks: generation kstack was captured in */
+	__u32 stk_flags;	/* stacks: DC_STK_MARK (kept at exit), DC_STK_WATCH (capture) */
 	__u32 pad2;
 };
 

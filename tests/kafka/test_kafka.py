@@ -442,12 +442,40 @@ def scenario_traces(agent_bin, wl_bin, mock_bin):
     c.done()
 
 
+def scenario_stacks(agent_bin, wl_bin, mock_bin):
+    """stacks records go to their own topic, the same bytes as the local file's
+    stacks lines, and not to the features topic."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin, topics=TOPICS + ["datacrumbs.stacks"])
+    spool = os.path.join(tmp, "spool")
+    a = Agent(agent_bin, conf(b.bootstrap, spool, out="") +
+              "probes = { stacks = { enable = true; one_in_n = 1; slow_ms = 0; }; };\n")
+    pid = workload_pid(run_workload(wl_bin, iters=200, threads=1, dir=tmp))
+    time.sleep(0.5)
+    c.eq(a.stop(), 0, "agent exits 0")
+    c.check(wait_spool_empty(spool, 30), "spool drained")
+    msgs = consume(b.bootstrap, "datacrumbs.stacks")
+    c.check(len(msgs) > 0, "stacks records arrived on datacrumbs.stacks (%d)" % len(msgs))
+    c.check(all(m["hdr"].get("type") == "stacks" and m["rec"]["type"] == "stacks" for m in msgs),
+            "headed and typed stacks")
+    c.check(any(m["rec"]["pid"] == pid for m in msgs), "the workload's profile is among them")
+    with open(a.out) as f:  # the harness's --output: the local file sink
+        lines = [x.rstrip("\n") for x in f if '"type":"stacks"' in x]
+    c.eq(sorted(m["payload"].rstrip("\n") for m in msgs), sorted(lines),
+         "the same records as the local file's stacks lines")
+    feats = consume(b.bootstrap, "datacrumbs.features")
+    c.check(not [m for m in feats if m["rec"]["type"] == "stacks"], "none on the features topic")
+    b.close()
+    c.done()
+
+
 def main():
     scenario, agent_bin, wl_bin, mock_bin = sys.argv[1:5]
     require_root()
     {"deliver": scenario_deliver, "outage": scenario_outage, "kill9": scenario_kill9,
      "corrupt": scenario_corrupt, "config": scenario_config, "spool-full": scenario_spool_full,
-     "traces": scenario_traces, "secrets": scenario_secrets}[scenario](agent_bin, wl_bin, mock_bin)
+     "traces": scenario_traces, "secrets": scenario_secrets, "stacks": scenario_stacks}[scenario](agent_bin, wl_bin, mock_bin)
 
 
 if __name__ == "__main__":

@@ -40,10 +40,10 @@ listing = {}
 for line in out("dpkg-deb", "-c", deb).splitlines():
     f = line.split()
     listing[f[5].rstrip("/")] = f[0]
-for path in ["./usr/sbin/datacrumbs", "./usr/bin/datacrumbs-trace",
+for path in ["./usr/sbin/datacrumbs", "./usr/bin/datacrumbs-trace", "./usr/bin/datacrumbs-flame",
              "./lib/systemd/system/datacrumbs.service", "./etc/datacrumbs.conf",
              "./usr/share/man/man8/datacrumbs.8.gz", "./usr/share/man/man5/datacrumbs.conf.5.gz",
-             "./usr/share/man/man1/datacrumbs-trace.1.gz", "./usr/share/doc/datacrumbs/copyright"]:
+             "./usr/share/man/man1/datacrumbs-trace.1.gz", "./usr/share/man/man1/datacrumbs-flame.1.gz", "./usr/share/doc/datacrumbs/copyright"]:
     c.check(path in listing, "ships %s" % path)
 c.eq(listing.get("./var/lib/datacrumbs"), "drwx------", "state directory, root's alone")
 c.eq(listing.get("./usr/sbin/datacrumbs"), "-rwxr-xr-x", "agent mode")

@@ -24,6 +24,7 @@
 #include "ops.h"
 #include "probe-file.h"
 #include "probe-syscall.h"
+#include "stacks.h"
 #include "vm-test.h"
 
 #define N    100
@@ -206,9 +207,29 @@ static void check_file(struct checks *c, struct probe_file *pf, const struct dc_
 	       fn ? fn->path : "(none)", fn && fn->truncated ? " [truncated]" : "", PATH);
 }
 
+static uint64_t pid_calls(const struct dc_drain_result *res, uint32_t pid)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < res->n; i++)
+		if (res->entries[i].tgid == pid)
+			n += res->entries[i].v.count;
+	return n;
+}
+
+static uint64_t stacks_rows(const struct stacks_drain *d, pid_t pid)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < d->n; i++)
+		n += d->rows[i].tgid == (uint32_t)pid;
+	return n;
+}
+
 int syscall_vm_run(const char *mech, const char *stash)
 {
 	static struct dc_drain_result res;
+	struct stacks_drain sres = {};
 	struct dc_file_drain fres = {};
 	struct probe_syscall *p = NULL;
 	struct probe_file *pf;
@@ -223,8 +244,13 @@ int syscall_vm_run(const char *mech, const char *stash)
 	snprintf(name, sizeof(name), "syscall+files/%s%s%s", mech, strcmp(stash, "auto") ? "+" : "",
 		 strcmp(stash, "auto") ? stash : "");
 	config_defaults(&cfg);
+	/* stack profiles on in every run: their exit code, user and kernel
+	 * stacks and the sched_switch program on each mechanism of 6.1 */
 	if (config_set(&cfg, "probes.syscall.mechanism", mech, err, sizeof(err)) < 0 ||
-	    config_set(&cfg, "probes.syscall.entry_stash", stash, err, sizeof(err)) < 0) {
+	    config_set(&cfg, "probes.syscall.entry_stash", stash, err, sizeof(err)) < 0 ||
+	    config_set(&cfg, "probes.stacks.enable", "true", err, sizeof(err)) < 0 ||
+	    config_set(&cfg, "probes.stacks.one_in_n", "1", err, sizeof(err)) < 0 ||
+	    config_set(&cfg, "probes.stacks.slow_ms", "0", err, sizeof(err)) < 0) {
 		printf("VMTEST %s FAIL config: %s\n", name, err);
 		return 1;
 	}
@@ -254,6 +280,8 @@ int syscall_vm_run(const char *mech, const char *stash)
 	r = probe_syscall_flip_and_drain(p, &res);
 	if (!r)
 		r = probe_file_flip_and_drain(pf, 1, &fres);
+	if (!r && probe_syscall_stacks(p))
+		r = stacks_flip_and_drain(probe_syscall_stacks(p), &sres);
 	if (r < 0) {
 		printf("VMTEST %s FAIL first drain: %s\n", name, strerror(-r));
 		probe_syscall_free(p);
@@ -270,6 +298,8 @@ int syscall_vm_run(const char *mech, const char *stash)
 	r = probe_syscall_flip_and_drain(p, &res);
 	if (!r)
 		r = probe_file_flip_and_drain(pf, 2, &fres);
+	if (!r && probe_syscall_stacks(p))
+		r = stacks_flip_and_drain(probe_syscall_stacks(p), &sres);
 	if (r < 0 || stat(PATH, &st) < 0) {
 		printf("VMTEST %s FAIL drain or stat: %s\n", name, strerror(r < 0 ? -r : errno));
 		probe_syscall_free(p);
@@ -277,6 +307,22 @@ int syscall_vm_run(const char *mech, const char *stash)
 	}
 
 	check(&c, "workload.exit_status", (uint64_t)status, 0);
+	{
+		/* every call of the workload profiled (one_in_n = 1), each row
+		 * with the syscall marker between user and kernel parts */
+		uint64_t calls = 0, marked = 0;
+
+		check(&c, "stacks.on", probe_syscall_stacks(p) != NULL, 1);
+		for (size_t i = 0; i < sres.n; i++)
+			if (sres.rows[i].tgid == (uint32_t)pid) {
+				calls += sres.rows[i].count;
+				marked += strstr(sres.rows[i].stack, "[syscall] ") != NULL;
+			}
+		check(&c, "stacks.calls_equal_syscall_calls", calls,
+		      pid_calls(&res, (uint32_t)pid));
+		check(&c, "stacks.rows_all_marked", marked > 0 && marked == stacks_rows(&sres, pid),
+		      1);
+	}
 	check_ops(&c, &res, (uint32_t)pid);
 	/* the kernel's dev_t is major << 20 | minor, not the user encoding */
 	check_file(&c, pf, &fres, (uint32_t)pid,

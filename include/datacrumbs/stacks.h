@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Stack-attributed I/O profiles, shared by bpf/stacks.bpf.h (compiled into
+ * the system-call programs) and agent/stacks.c.
+ *
+ * A chosen call (policy below) is aggregated per window by (cgroup, process,
+ * user stack, kernel stack, operation). Stack ids index one of
+ * DC_STACK_GENS stack-trace maps, chosen by a generation number the agent
+ * advances at every window close; the key says which map each id is from,
+ * so an id is read from the map that issued it, before that map is cleared
+ * (agent/stacks.c explains the schedule).
+ *
+ * Every struct crosses the kernel/user boundary: fixed-width, padded.
+ */
+#ifndef DATACRUMBS_STACKS_H
+#define DATACRUMBS_STACKS_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+/*
+ * Frames kept per stack. 64 holds the deepest kernel I/O paths seen here
+ * (a write through ext4, jbd2 and blk-mq is ~40 frames from the syscall
+ * entry) and typical user stacks; a deeper stack keeps its innermost 64.
+ * Each stack-map element is this many 8-byte addresses.
+ */
+#define DC_STACK_DEPTH 64
+
+/*
+ * Stack maps in rotation. A key drained at the close of window s may name
+ * a user stack from generation s-1 or s and a kernel stack one generation
+ * older than its user stack (a call that blocked in one window and returned
+ * in the next), so generations s-2 .. s must be intact when window s is
+ * drained, and s+1 already empty: four maps.
+ */
+#define DC_STACK_GENS 4
+
+/* Stack "ids" that are not ids: what happened instead. */
+enum dc_stack_mark {
+	DC_STACK_ONCPU = -1, /* kernel: the call never blocked (its time was on the CPU) */
+	DC_STACK_LOST = -2,  /* no id: the stack map's bucket held another stack, or no memory */
+	DC_STACK_STALE = -3, /* kernel: it blocked more than one window before it returned */
+};
+
+struct dc_stk_key {
+	__u64 cgroup_id;
+	__u32 tgid;
+	__s32 ustack; /* id in map ugen, or enum dc_stack_mark */
+	__s32 kstack; /* id in map kgen, or enum dc_stack_mark */
+	__u16 op;     /* enum dc_op */
+	__u8 ugen;    /* generation & (DC_STACK_GENS - 1) of ustack's map */
+	__u8 kgen;
+	/* The return address a frameless leaf (libc's syscall wrappers) left
+	 * at the user stack pointer (x86_64) or in the link register (arm64):
+	 * a frame-pointer walk skips that caller. 0: unknown. User space
+	 * inserts it only where it follows a call instruction. */
+	__u64 caller;
+};
+
+struct dc_stk_val {
+	__u64 count;
+	__u64 time_ns; /* entry to exit, summed */
+	__u64 bytes;
+};
+
+/*
+ * The policy, one element of an array map (a reload rewrites it without
+ * reloading programs). A call is kept when its cgroup (or an ancestor) is
+ * traced in full, or it is the Nth candidate of its thread (1-in-N), or it
+ * took at least slow_ns. With slow_ns set every blocking call has its
+ * kernel stack captured at the first switch-out, since slowness is only
+ * known at exit.
+ */
+struct dc_stk_cfg {
+	__u32 mode;	    /* 0 off, 1 on */
+	__u32 one_in_n;	    /* 0 = no 1-in-N rule */
+	__u64 slow_ns;	    /* 0 = no slow-call rule */
+	__u32 full_cgroups; /* entries in stk_full: 0 skips the lookup */
+	__u32 pad;
+};
+
+/* dc_stash.stk_flags */
+enum { DC_STK_MARK = 1, DC_STK_WATCH = 2 };
+
+/* Monotonic per-CPU counters, published as deltas in the agent record. */
+enum dc_stk_counter {
+	DC_STK_CNT_KEY_FULL = 0, /* kept call whose key found no room: counted in stk_overflow */
+	DC_STK_CNT_USTACK_LOST = 1,
+	DC_STK_CNT_KSTACK_LOST = 2,
+	DC_STK_CNT_KSTACK_STALE = 3,
+	DC_STK_CNT_CAPTURES = 4, /* kernel stacks captured at a switch-out */
+	DC_STK_CNT_MAX = 5,
+};
+
+#endif

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Symbolization: kallsyms parsing and lookup, this process's own ELF
+ * symbols through /proc/self/maps, the call-site check, the bounded cache. */
+#include <stdint.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbolize.h"
+#include "tap.h"
+
+static void test_kallsyms(void)
+{
+	char path[] = "/tmp/dc-kallsyms-XXXXXX";
+	int fd = mkstemp(path);
+	struct symbolizer *s;
+	const char *text = "ffffffff81000000 T _stext\n"
+			   "ffffffff81000100 t do_one\n"
+			   "ffffffff81000200 D some_data\n" /* data: never a frame */
+			   "ffffffff81000300 T vfs_write\n"
+			   "ffffffffc0001000 t ext4_sync_file\t[ext4]\n"
+			   "garbage line\n"
+			   "0000000000000000 T hidden\n";
+
+	CHECK(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text), "temp file");
+	close(fd);
+	CHECK(symbolizer_new(1 << 20, 8, &s) == 0, "new");
+	CHECK(symbolizer_load_kallsyms(s, path) == 0, "load");
+	CHECK_STR(sym_kernel(s, 0xffffffff81000150) ?: "", "do_one", "inside a function");
+	CHECK_STR(sym_kernel(s, 0xffffffff81000250) ?: "", "do_one", "data symbols are skipped");
+	CHECK_STR(sym_kernel(s, 0xffffffff81000300) ?: "", "vfs_write", "at the start");
+	CHECK_STR(sym_kernel(s, 0xffffffffc0001010) ?: "", "ext4_sync_file", "module symbol");
+	CHECK(sym_kernel(s, 0xffffffff80000000) == NULL, "below every symbol: unknown");
+	CHECK(symbolizer_load_kallsyms(s, "/nonexistent/kallsyms") == -ENOENT,
+	      "missing file: -ENOENT");
+	symbolizer_free(s);
+	unlink(path);
+}
+
+static void test_call_site(void)
+{
+	const uint8_t rel32[] = {0x90, 0x90, 0x90, 0xe8, 1, 2, 3, 4};
+	const uint8_t reg[] = {0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0xd0};	 /* call *%rax */
+	const uint8_t mem8[] = {0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0x50, 0x08}; /* call *8(%rax) */
+	const uint8_t rip[] = {0x90, 0x90, 0xff, 0x15, 1, 2, 3, 4};		 /* call *x(%rip) */
+	const uint8_t none[] = {0x48, 0x89, 0xc7, 0x31, 0xc0, 0x5d, 0xc3, 0x90};
+
+	CHECK(sym_follows_call_x86(rel32, 8), "call rel32");
+	CHECK(sym_follows_call_x86(reg, 8), "call through a register");
+	CHECK(sym_follows_call_x86(mem8, 8), "call through memory + disp8");
+	CHECK(sym_follows_call_x86(rip, 8), "call through rip-relative memory");
+	CHECK(!sym_follows_call_x86(none, 8), "mov/xor/pop/ret/nop: not after a call");
+}
+
+static void test_clean(void)
+{
+	char out[16];
+
+	sym_clean_frame("a;b\nc\x7f", out, sizeof(out));
+	CHECK_STR(out, "a:b?c?", "';' and control characters replaced");
+	sym_clean_frame("0123456789abcdefghij", out, sizeof(out));
+	CHECK_STR(out, "0123456789abcde", "cut to the buffer");
+}
+
+static uintptr_t ret_addr;
+
+__attribute__((noinline)) static void callee(void)
+{
+	ret_addr = (uintptr_t)__builtin_return_address(0);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static int dc_test_marker_fn(int x)
+{
+	callee();
+	__asm__ volatile("" ::: "memory");
+	return x + 1;
+}
+
+static void test_self(void)
+{
+	struct symbolizer *s;
+	struct sym_frame f;
+	struct sym_stats st;
+
+	dc_test_marker_fn(1);
+	CHECK(symbolizer_new(64 << 20, 8, &s) == 0, "new");
+	CHECK(sym_user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)dc_test_marker_fn + 1, &f) == 0,
+	      "own address found in /proc/self/maps");
+	CHECK_STR(f.name ?: "", "dc_test_marker_fn", "own function named from .symtab");
+	CHECK(f.object && strstr(f.object, "test-symbolize"), "object is this binary (%s)",
+	      f.object ?: "");
+	CHECK(strlen(f.build_id) == 40, "GNU build id read (%s)", f.build_id);
+	CHECK(sym_user(s, (uint32_t)getpid(), ret_addr, &f) == 0 &&
+		  !strcmp(f.name ?: "", "dc_test_marker_fn"),
+	      "a return address names its caller");
+#if defined(__x86_64__)
+	CHECK(f.is_call_site, "a real return address follows a call instruction");
+	sym_user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)dc_test_marker_fn, &f);
+	CHECK(!f.is_call_site, "a function's first byte does not follow a call");
+#endif
+	CHECK(sym_user(s, (uint32_t)getpid(), 8, &f) == -ENOENT, "unmapped address: -ENOENT");
+	sym_get_stats(s, &st);
+	CHECK_U64(st.elf_loads, 1, "one ELF file loaded");
+	CHECK_U64(st.pids, 1, "one process's mappings held");
+	symbolizer_free(s);
+
+	/* a budget smaller than one file: nothing is held, the frame keeps
+	 * its object and offset */
+	CHECK(symbolizer_new(1, 8, &s) == 0, "new, 1-byte budget");
+	CHECK(sym_user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)dc_test_marker_fn, &f) == 0 &&
+		  f.name == NULL && f.object && f.offset > 0,
+	      "over budget: object + offset, no name");
+	sym_get_stats(s, &st);
+	CHECK(st.elf_evictions == 1 && st.cache_bytes == 0, "evicted at once, cache empty");
+	symbolizer_free(s);
+
+	/* the process table is bounded too */
+	CHECK(symbolizer_new(64 << 20, 2, &s) == 0, "new, 2 processes");
+	sym_note_pid(s, (uint32_t)getpid());
+	sym_note_pid(s, 1);
+	sym_note_pid(s, (uint32_t)getppid());
+	sym_get_stats(s, &st);
+	CHECK_U64(st.pids, 2, "least recently used process dropped");
+	symbolizer_free(s);
+}
+
+int main(void)
+{
+	test_kallsyms();
+	test_call_site();
+	test_clean();
+	test_self();
+	return tap_done();
+}
