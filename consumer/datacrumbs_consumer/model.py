@@ -1,0 +1,193 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Learn bandwidth from the features: a random forest per category and one over all.
+
+Target: the bandwidth the generator measured for the workload (bytes it moved
+/ its wall time, timed by the generator, not by the agent). Features: per
+`<function>-<category>`, rates and times made from the agent's counters:
+
+  K.rate   calls (or pages, or requests) per second of the window
+  K.busy   time in K per second of the window (the seeds' time per function)
+  K.lat    mean time per call, ns
+  K.erate  failed calls per second
+
+Byte counts are left out (`with_bytes` puts them back, as K.bps): a row's bytes
+over its window is the bandwidth itself, so a model that had them would learn
+a division, not what the kernel's activity says about throughput. Page-cache
+page counts stay in: they count kernel events, as the seeds' page-cache
+function counts did.
+
+Evaluation as the seed does (out-of-bag score, the features that explain 99%
+of the importance) and on held-out workloads: whole workloads the model never
+saw (GroupShuffleSplit by workload), not random rows of workloads it saw.
+"""
+import json
+import logging
+import math
+import os
+import pickle
+
+import numpy as np
+import pandas as pd
+
+from . import records as R
+
+log = logging.getLogger("datacrumbs_consumer")
+
+IMPORTANCE_TARGET = 0.99
+
+
+def feature_frame(df, with_bytes=False):
+    """Rows (sums) -> model features (rates, shares, means). Index kept."""
+    secs = (df["duration_us"].astype(float) / 1e6).replace(0, np.nan)
+    out = {}
+    keys = {}
+    for c in R.stat_columns(df.columns):
+        fn, cat, stat = R.split_column(c)
+        keys.setdefault("%s-%s" % (fn, cat), {})[stat] = df[c].astype(float)
+    for k, st in sorted(keys.items()):
+        cnt = st.get("count")
+        t = st.get("time_ns")
+        if t is None and ("queue_ns" in st or "device_ns" in st):
+            t = st.get("queue_ns", 0) + st.get("device_ns", 0)
+        if cnt is not None:
+            out[k + ".rate"] = cnt / secs
+        if t is not None:
+            out[k + ".busy"] = t / (secs * 1e9)
+            if cnt is not None:
+                out[k + ".lat"] = (t / cnt.replace(0, np.nan))
+        if "errors" in st:
+            out[k + ".erate"] = st["errors"] / secs
+        if with_bytes and "bytes" in st:
+            out[k + ".bps"] = st["bytes"] / secs
+    X = pd.DataFrame(out, index=df.index).fillna(0.0)
+    # a column that never varies says nothing
+    return X.loc[:, X.nunique() > 1]
+
+
+def category_of(feature):
+    return R.split_column(feature.rpartition(".")[0] + ".x")[1]
+
+
+def _forest(seed, trees, jobs):
+    from sklearn.ensemble import RandomForestRegressor
+    return RandomForestRegressor(n_estimators=trees, random_state=seed, oob_score=True,
+                                 n_jobs=jobs, min_samples_leaf=1)
+
+
+def scores(y, p):
+    from sklearn.metrics import mean_absolute_percentage_error, r2_score
+    y, p = np.asarray(y, float), np.asarray(p, float)
+    ok = (y > 0) & (p > 0)
+    return {"r2": float(r2_score(y, p)) if len(y) > 1 else float("nan"),
+            "r2_log": float(r2_score(np.log(y[ok]), np.log(p[ok]))) if ok.sum() > 1 else
+            float("nan"),
+            "mape": float(mean_absolute_percentage_error(y, p)) if len(y) else float("nan"),
+            "rows": int(len(y))}
+
+
+def important(names, importances, target=IMPORTANCE_TARGET):
+    """The features that explain `target` of the importance, most important first."""
+    fi = sorted(zip(names, importances), key=lambda x: -x[1])
+    cum = np.cumsum([v for _, v in fi])
+    n = int(np.searchsorted(cum, target * cum[-1] - 1e-12) + 1) if len(fi) and cum[-1] > 0 else 0
+    return [(f, float(v)) for f, v in fi[:n]]
+
+
+def split_workloads(groups, test_size, seed):
+    from sklearn.model_selection import GroupShuffleSplit
+    gss = GroupShuffleSplit(n_splits=1, test_size=test_size, random_state=seed)
+    train, test = next(gss.split(np.zeros(len(groups)), groups=groups))
+    return train, test
+
+
+def fit_eval(X, y, groups, seed=0, test_size=0.25, trees=200, jobs=-1):
+    """One model: fit on the training workloads, score on the held-out ones."""
+    tr, te = split_workloads(groups, test_size, seed)
+    m = _forest(seed, trees, jobs)
+    ylog = np.log(y)
+    m.fit(X.iloc[tr].values, ylog[tr])
+    p = np.exp(m.predict(X.iloc[te].values))
+    # the mean predictor: what a model that learned nothing from the features scores
+    base = np.full(len(te), float(np.exp(ylog[tr].mean())))
+    res = {"features": int(X.shape[1]),
+           "train_workloads": int(len(set(groups[tr]))),
+           "test_workloads": int(len(set(groups[te]))),
+           "oob_r2_log": float(m.oob_score_),
+           "heldout": scores(y[te], p),
+           "train": scores(y[tr], np.exp(m.predict(X.iloc[tr].values))),
+           "mean_predictor": scores(y[te], base),
+           "important": important(list(X.columns), m.feature_importances_)}
+    return m, res, te, p
+
+
+def train(df, labels, seed=0, test_size=0.25, trees=200, with_bytes=False, jobs=-1,
+          min_rows=4):
+    """Every category's model and the all-feature one; returns (report, predictions, model)."""
+    lab = labels.frame()
+    y = df["workload"].map(lab["bandwidth"]).astype(float).values
+    keep = y > 0
+    df = df[keep]
+    y = y[keep]
+    groups = df["workload"].values
+    if len(set(groups)) < 4:
+        raise ValueError("need rows of at least 4 workloads to hold some out, have %d"
+                         % len(set(groups)))
+    X = feature_frame(df, with_bytes)
+    cats = sorted({category_of(f) for f in X.columns})
+    report = {"target": "generator-measured bandwidth, bytes/s (fit on log)",
+              "rows": int(len(df)), "workloads": int(len(set(groups))), "seed": seed,
+              "with_bytes": with_bytes, "categories": {}}
+    for cat in cats:
+        cols = [f for f in X.columns if category_of(f) == cat]
+        if len(cols) < 1 or len(df) < min_rows:
+            continue
+        _, res, _, _ = fit_eval(X[cols], y, groups, seed, test_size, trees, jobs)
+        report["categories"][cat] = res
+        log.info("%-12s %3d features: held-out R^2 %.3f MAPE %.3f, OOB R^2(log) %.3f",
+                 cat, len(cols), res["heldout"]["r2"], res["heldout"]["mape"],
+                 res["oob_r2_log"])
+    m, res, te, p = fit_eval(X, y, groups, seed, test_size, trees, jobs)
+    report["all"] = res
+    log.info("%-12s %3d features: held-out R^2 %.3f MAPE %.3f, OOB R^2(log) %.3f", "all",
+             X.shape[1], res["heldout"]["r2"], res["heldout"]["mape"], res["oob_r2_log"])
+    sub = df.iloc[te]
+    pred = pd.DataFrame({"workload": sub["workload"].values, "host": sub["host"].values,
+                         "window": sub["window"].values, "ts_start": sub["ts_start"].values,
+                         "measured": y[te], "predicted": p})
+    return report, pred, {"model": m, "features": list(X.columns), "with_bytes": with_bytes}
+
+
+def save(outdir, report, pred, model):
+    os.makedirs(outdir, exist_ok=True)
+    with open(os.path.join(outdir, "report.json"), "w") as f:
+        json.dump(report, f, indent=1, default=lambda v: None if isinstance(v, float) and
+                  math.isnan(v) else v)
+    pred.to_csv(os.path.join(outdir, "predictions.csv"), index=False)
+    with open(os.path.join(outdir, "model.pkl"), "wb") as f:
+        pickle.dump(model, f)
+
+
+def load_model(path):
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
+def predict(model, df):
+    X = feature_frame(df, model["with_bytes"]).reindex(columns=model["features"], fill_value=0.0)
+    return np.exp(model["model"].predict(X.values))
+
+
+def table(report):
+    """The report as text, one line per category: features kept for 99%, R^2, MAPE."""
+    lines = ["%-12s %9s %9s %9s %8s %8s %8s" % ("category", "features", "99%-imp", "OOB-R2log",
+                                                 "R2", "R2log", "MAPE")]
+    items = list(report["categories"].items()) + [("all", report["all"])]
+    for cat, r in items:
+        h = r["heldout"]
+        lines.append("%-12s %9d %9d %9.3f %8.3f %8.3f %8.3f" % (
+            cat, r["features"], len(r["important"]), r["oob_r2_log"], h["r2"], h["r2_log"],
+            h["mape"]))
+    b = report["all"]["mean_predictor"]
+    lines.append("%-12s %9s %9s %9s %8.3f %8.3f %8.3f" % ("mean-pred", "", "", "", b["r2"],
+                                                         b["r2_log"], b["mape"]))
+    return "\n".join(lines)
