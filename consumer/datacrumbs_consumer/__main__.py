@@ -88,7 +88,8 @@ def cmd_flatten(a):
         for f in glob.glob(os.path.join(a.out, "part-*.csv")):
             os.unlink(f)
         ddf.to_csv(os.path.join(a.out, "part-*.csv"), index=False)
-        nrows = int(ddf.shape[0].compute())
+        from .dataset import count_rows
+        nrows = count_rows(ddf, client)
         print("%d rows, %d columns (%d `<function>-<category>.<stat>`) in %s/part-*.csv"
               % (nrows, len(cols), len(R.stat_columns(cols)), a.out))
     finally:
@@ -116,7 +117,8 @@ def cmd_follow(a):
         lines = tail_lines(files[0], a.from_start, stop=stop)
     out = open(a.out, "a") if a.out else sys.stdout
     try:
-        n = follow(lines, out, labels, model, a.idle, a.windows, deadline)
+        n = follow(lines, out, labels, model, a.idle, a.windows, deadline,
+                   a.lag if a.lag is not None else (2 if a.kafka else 0))
     finally:
         if a.out:
             out.close()
@@ -159,7 +161,7 @@ def cmd_train(a):
         client = client_of(a)
         try:
             ddf, _ = rows_from_source(a, client, labels)
-            df = ddf.compute()
+            df = client.compute(ddf, sync=True)
         finally:
             client.close()
     train_and_report(df, labels, a)
@@ -215,7 +217,7 @@ def cmd_traces(a):
         loaders = [(T.load_file, (f,)) for f in files]
     client = client_of(a)
     try:
-        matched, merged, hit, by = T.query(client, loaders, a.pattern)
+        matched, merged, by = T.query(client, loaders, a.pattern)
     finally:
         client.close()
     print("%d files match %r; %d merged intervals covering %.1f us; %d overlapping events"
@@ -233,7 +235,7 @@ def cmd_pipeline(a):
     try:
         t0 = time.monotonic()
         ddf, cols = rows_from_source(a, client, labels)
-        df = ddf.compute()
+        df = client.compute(ddf, sync=True)
         log.info("flattened %d rows x %d columns in %.1f s", len(df), len(cols),
                  time.monotonic() - t0)
     finally:
@@ -282,6 +284,8 @@ def main(argv=None):
     p.add_argument("--idle", type=float, default=5.0,
                    help="close a window after this many seconds without news (default 5)")
     p.add_argument("--windows", type=int, default=0, help="stop after N windows")
+    p.add_argument("--lag", type=int, help="close a window when one N later arrives "
+                   "(default 2 for Kafka, 0 for files, which have agent records)")
     p.add_argument("--duration", type=float, default=0, help="stop after S seconds")
     p.set_defaults(fn=cmd_follow)
 

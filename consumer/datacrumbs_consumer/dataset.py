@@ -26,7 +26,7 @@ def make_client(scheduler=None, workers=None, threads=None, processes=True):
         logging.getLogger(name).setLevel(logging.ERROR)
     if scheduler:
         return Client(scheduler)
-    kw = {"dashboard_address": None, "processes": processes}
+    kw = {"dashboard_address": ":0", "processes": processes}
     if workers:
         kw["n_workers"] = workers
     if threads:
@@ -104,10 +104,11 @@ def _conform(df, cols):
     return df
 
 
-def load_rows(client, files=None, kafka=None, labels=None, blocksize=S.BLOCKSIZE):
+def load_rows(client, files=None, kafka=None, labels=None, blocksize=S.BLOCKSIZE, combine=None):
     """The flattened table as a Dask dataframe, and its column list.
 
     files: paths (sources.expand_paths); kafka: (config dict, topic).
+    combine: sum rows across partitions (default: for Kafka only; see below).
     """
     import dask
     import dask.dataframe as dd
@@ -127,17 +128,31 @@ def load_rows(client, files=None, kafka=None, labels=None, blocksize=S.BLOCKSIZE
     log.info("reading %d partitions", len(parts))
     frames = [dask.delayed(rows_frame)(ln, labels) for ln in lines]
     frames = client.persist(frames) if client else frames
-    colsets = dask.compute(*[dask.delayed(_columns)(f) for f in frames])
+    colsets = [dask.delayed(_columns)(f) for f in frames]
+    colsets = client.compute(colsets, sync=True) if client else dask.compute(*colsets)
     stat = sorted({c for cs in colsets for c in cs} - set(R.KEYS + R.WINDOW_COLS + ["processes"]))
     cols = R.KEYS + R.WINDOW_COLS + ["processes"] + stat
     meta = _conform(pd.DataFrame(columns=cols), cols)
     ddf = dd.from_delayed([dask.delayed(_conform)(f, cols) for f in frames], meta=meta)
+    if combine is not None:
+        shuffle = combine
     if shuffle and len(parts) > 1:
         agg = {c: "sum" for c in cols if c not in R.KEYS}
         for c in R.WINDOW_COLS:
             agg[c] = "first"
         ddf = ddf.groupby(R.KEYS).agg(agg, split_out=max(1, len(parts) // 4)).reset_index()
     return ddf, cols
+
+
+def count_rows(ddf, client=None):
+    """Rows of a Dask frame, one count per partition.
+
+    len() of a grouped frame fails in Debian 12's Dask (2022.12: "'Serialize'
+    object is not callable" while packing the graph); per-partition counts work.
+    """
+    import dask
+    counts = [dask.delayed(len)(d) for d in ddf.to_delayed()]
+    return int(sum(client.compute(counts, sync=True) if client else dask.compute(*counts)))
 
 
 def steady_rows(df, labels):

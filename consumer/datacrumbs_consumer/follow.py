@@ -2,10 +2,12 @@
 """Keep going as windows arrive: tail the local file (across rotation) or consume Kafka.
 
 A window is complete when its agent record arrives (files: written last), when a
-later window of the same (host, run) does (Kafka's features topic holds no
-agent records), or after `idle` seconds without news of it. Each complete
-window becomes its rows (records.py), written as JSON lines, with the model's
-predicted bandwidth when a model is given.
+window `lag` windows later of the same (host, run) does (Kafka's features topic
+holds no agent records; keyed by host/cgroup, its partitions interleave), or
+after `idle` seconds without news of it. Each complete window becomes its rows
+(records.py), written as JSON lines, with the model's predicted bandwidth when
+a model is given. A part of a window that arrives after it was closed becomes
+a second row with the same key: rows are additive, sum them by key.
 """
 import json
 import os
@@ -16,10 +18,11 @@ from . import sources as S
 
 
 class Windows:
-    def __init__(self, labels=None, idle=5.0):
+    def __init__(self, labels=None, idle=5.0, lag=0):
         self.open = {}  # (host, run, window) -> (records, last seen)
         self.labels = labels
         self.idle = idle
+        self.lag = lag
 
     def add(self, rec, now):
         k = (rec.get("host"), rec.get("run"), rec.get("window"))
@@ -30,9 +33,10 @@ class Windows:
             ent = self.open.setdefault(k, ([], now))
             ent[0].append(rec)
             self.open[k] = (ent[0], now)
-        # a later window of the same run closes the earlier ones
+        # a later window of the same run closes the earlier ones (`lag` windows
+        # later: partitions of a topic keyed by host/cgroup arrive in any order)
         for o in list(self.open):
-            if o[:2] == k[:2] and o[2] < k[2]:
+            if o[:2] == k[:2] and o[2] + self.lag < k[2]:
                 done.append(o)
         return [self._close(d) for d in dict.fromkeys(done)]
 
@@ -108,10 +112,10 @@ def kafka_lines(conf, topic, stop=lambda: False):
         c.close()
 
 
-def follow(lines, out, labels=None, model=None, idle=5.0, max_windows=0, deadline=None):
+def follow(lines, out, labels=None, model=None, idle=5.0, max_windows=0, deadline=None, lag=0):
     """Rows of each complete window to `out` (a text file), until max_windows or deadline."""
     import pandas as pd
-    w = Windows(labels, idle)
+    w = Windows(labels, idle, lag)
     n = 0
 
     def emit(closed):
@@ -135,7 +139,8 @@ def follow(lines, out, labels=None, model=None, idle=5.0, max_windows=0, deadlin
         if ln is not None and ln.strip():
             rec = R.parse_line(ln, "follow")
             if emit(w.add(rec, now)):
-                break
+                return n
         elif emit(w.expire(now)):
-            break
+            return n
+    emit(w.expire(float("inf")))  # stopped: what is open is all there is
     return n

@@ -100,12 +100,22 @@ def split_workloads(groups, test_size, seed):
     return train, test
 
 
-def fit_eval(X, y, groups, seed=0, test_size=0.25, trees=200, jobs=-1):
-    """One model: fit on the training workloads, score on the held-out ones."""
+def fit_eval(X, y, groups, seed=0, test_size=0.25, trees=200, jobs=-1, folds=4):
+    """One model: fit on the training workloads, score on the held-out ones.
+
+    Also `folds`-fold cross-validation by workload (every workload predicted once
+    by a model that never saw it): steadier than one split when workloads are few.
+    """
+    from sklearn.model_selection import GroupKFold
     tr, te = split_workloads(groups, test_size, seed)
-    m = _forest(seed, trees, jobs)
+    # what never varies among the training workloads cannot be learned from
+    X = X.loc[:, X.iloc[tr].nunique() > 1]
+    if X.shape[1] == 0:
+        return None, None, te, None
     ylog = np.log(y)
+    m = _forest(seed, trees, jobs)
     m.fit(X.iloc[tr].values, ylog[tr])
+    m.dc_features = list(X.columns)  # the columns it was fit on, in order
     p = np.exp(m.predict(X.iloc[te].values))
     # the mean predictor: what a model that learned nothing from the features scores
     base = np.full(len(te), float(np.exp(ylog[tr].mean())))
@@ -117,11 +127,22 @@ def fit_eval(X, y, groups, seed=0, test_size=0.25, trees=200, jobs=-1):
            "train": scores(y[tr], np.exp(m.predict(X.iloc[tr].values))),
            "mean_predictor": scores(y[te], base),
            "important": important(list(X.columns), m.feature_importances_)}
+    k = min(folds, len(set(groups)))
+    if k >= 2:
+        oof = np.zeros(len(y))
+        oof_base = np.zeros(len(y))
+        for a, b in GroupKFold(n_splits=k).split(X.values, ylog, groups):
+            f = _forest(seed, trees, jobs).fit(X.iloc[a].values, ylog[a])
+            oof[b] = np.exp(f.predict(X.iloc[b].values))
+            oof_base[b] = np.exp(ylog[a].mean())
+        res["cv"] = dict(scores(y, oof), folds=k)
+        res["cv_mean_predictor"] = scores(y, oof_base)
+        res["_oof"] = oof
     return m, res, te, p
 
 
 def train(df, labels, seed=0, test_size=0.25, trees=200, with_bytes=False, jobs=-1,
-          min_rows=4):
+          min_rows=4):  # noqa: C901
     """Every category's model and the all-feature one; returns (report, predictions, model)."""
     lab = labels.frame()
     y = df["workload"].map(lab["bandwidth"]).astype(float).values
@@ -142,11 +163,18 @@ def train(df, labels, seed=0, test_size=0.25, trees=200, with_bytes=False, jobs=
         if len(cols) < 1 or len(df) < min_rows:
             continue
         _, res, _, _ = fit_eval(X[cols], y, groups, seed, test_size, trees, jobs)
+        if res is None:
+            report.setdefault("skipped", {})[cat] = "no feature varies among training workloads"
+            continue
+        res.pop("_oof", None)
         report["categories"][cat] = res
         log.info("%-12s %3d features: held-out R^2 %.3f MAPE %.3f, OOB R^2(log) %.3f",
                  cat, len(cols), res["heldout"]["r2"], res["heldout"]["mape"],
                  res["oob_r2_log"])
     m, res, te, p = fit_eval(X, y, groups, seed, test_size, trees, jobs)
+    if m is None:
+        raise ValueError("no feature varies among the training workloads")
+    oof = res.pop("_oof", None)
     report["all"] = res
     log.info("%-12s %3d features: held-out R^2 %.3f MAPE %.3f, OOB R^2(log) %.3f", "all",
              X.shape[1], res["heldout"]["r2"], res["heldout"]["mape"], res["oob_r2_log"])
@@ -154,7 +182,13 @@ def train(df, labels, seed=0, test_size=0.25, trees=200, with_bytes=False, jobs=
     pred = pd.DataFrame({"workload": sub["workload"].values, "host": sub["host"].values,
                          "window": sub["window"].values, "ts_start": sub["ts_start"].values,
                          "measured": y[te], "predicted": p})
-    return report, pred, {"model": m, "features": list(X.columns), "with_bytes": with_bytes}
+    if oof is not None:
+        pred["set"] = "heldout"
+        cv = pd.DataFrame({"workload": df["workload"].values, "host": df["host"].values,
+                           "window": df["window"].values, "ts_start": df["ts_start"].values,
+                           "measured": y, "predicted": oof, "set": "cv"})
+        pred = pd.concat([pred, cv], ignore_index=True)
+    return report, pred, {"model": m, "features": m.dc_features, "with_bytes": with_bytes}
 
 
 def save(outdir, report, pred, model):
@@ -179,15 +213,22 @@ def predict(model, df):
 
 def table(report):
     """The report as text, one line per category: features kept for 99%, R^2, MAPE."""
-    lines = ["%-12s %9s %9s %9s %8s %8s %8s" % ("category", "features", "99%-imp", "OOB-R2log",
-                                                 "R2", "R2log", "MAPE")]
+    lines = ["held-out workloads: one split (R2, R2log, MAPE) and %s-fold by workload (cv-*)"
+             % report["all"].get("cv", {}).get("folds", "-"),
+             "%-12s %8s %7s %9s %7s %7s %7s %7s %7s %7s" % (
+                 "category", "features", "99%imp", "OOB-R2log", "R2", "R2log", "MAPE",
+                 "cv-R2", "cv-R2log", "cv-MAPE")]
     items = list(report["categories"].items()) + [("all", report["all"])]
     for cat, r in items:
         h = r["heldout"]
-        lines.append("%-12s %9d %9d %9.3f %8.3f %8.3f %8.3f" % (
+        cv = r.get("cv", {"r2": float("nan"), "r2_log": float("nan"), "mape": float("nan")})
+        lines.append("%-12s %8d %7d %9.3f %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f" % (
             cat, r["features"], len(r["important"]), r["oob_r2_log"], h["r2"], h["r2_log"],
-            h["mape"]))
+            h["mape"], cv["r2"], cv["r2_log"], cv["mape"]))
     b = report["all"]["mean_predictor"]
-    lines.append("%-12s %9s %9s %9s %8.3f %8.3f %8.3f" % ("mean-pred", "", "", "", b["r2"],
-                                                         b["r2_log"], b["mape"]))
+    cb = report["all"].get("cv_mean_predictor", {"r2": float("nan"), "r2_log": float("nan"),
+                                                  "mape": float("nan")})
+    lines.append("%-12s %8s %7s %9s %7.3f %7.3f %7.3f %7.3f %7.3f %7.3f" % (
+        "mean-pred", "", "", "", b["r2"], b["r2_log"], b["mape"], cb["r2"], cb["r2_log"],
+        cb["mape"]))
     return "\n".join(lines)

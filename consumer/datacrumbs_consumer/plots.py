@@ -31,8 +31,18 @@ def bandwidth_over_time(df, bw, path, max_workloads=16):
 
 def predicted_vs_measured(pred, report, path):
     fig, ax = plt.subplots(figsize=(6.5, 6))
+    if "set" not in pred:
+        pred = pred.assign(set="heldout")
     m, p = pred["measured"] / 1e6, pred["predicted"] / 1e6
-    ax.scatter(m, p, s=12, alpha=0.7)
+    for name, style in (("cv", dict(s=10, alpha=0.45, c="tab:gray")),
+                        ("heldout", dict(s=16, alpha=0.85, c="tab:blue"))):
+        sel = pred["set"] == name
+        if sel.any():
+            lab = ("held-out split" if name == "heldout" else
+                   "every workload, out of fold (%s-fold by workload)"
+                   % report["all"].get("cv", {}).get("folds", "?"))
+            ax.scatter(m[sel], p[sel], label=lab, **style)
+    ax.legend(fontsize=8, loc="upper left")
     lo = max(1e-3, float(min(m.min(), p.min())) / 1.5)
     hi = float(max(m.max(), p.max())) * 1.5
     ax.plot([lo, hi], [lo, hi], "k--", lw=1)
@@ -41,8 +51,12 @@ def predicted_vs_measured(pred, report, path):
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     h = report["all"]["heldout"]
-    ax.set_title("Held-out workloads (%d): R$^2$ %.3f, MAPE %.2f"
-                 % (report["all"]["test_workloads"], h["r2"], h["mape"]))
+    cv = report["all"].get("cv")
+    ax.set_title("Held-out workloads (%d): R$^2$ %.3f, MAPE %.2f%s"
+                 % (report["all"]["test_workloads"], h["r2"], h["mape"],
+                    "\nout of fold (%d): R$^2$ %.3f, MAPE %.2f" % (report["workloads"], cv["r2"],
+                                                                   cv["mape"]) if cv else ""),
+                 fontsize=10)
     ax.set_xlabel("measured MB/s (generator)")
     ax.set_ylabel("predicted MB/s (all-feature model)")
     fig.tight_layout()

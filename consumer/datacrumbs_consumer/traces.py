@@ -9,6 +9,7 @@
 Inputs: .pfw.zst files (concatenated zstd frames of NDJSON; one Dask partition
 per file), plain .pfw NDJSON, or the Kafka traces topic (one frame per message).
 """
+import functools
 import io
 import json
 import logging
@@ -117,14 +118,50 @@ def load_kafka(conf, part):
 
 # ---- the query ----------------------------------------------------------
 
+def _first(x):
+    return x[0]
+
+
+def _second(x):
+    return x[1]
+
+
+BY_COLS = ["name", "cat", "events", "calls_est", "dur_us", "dur_us_est"]
+
+
+def _file_intervals(df, hashes):
+    sel = df["fhash"].isin(hashes)
+    return pd.DataFrame(merge_intervals(zip(df.loc[sel, "ts"], df.loc[sel, "te"])),
+                        columns=["start", "end"], dtype=float)
+
+
+def _overlapping_by(df, merged):
+    lo, hi = merged[0][0], merged[-1][1]
+    df = df[(df["te"] >= lo) & (df["ts"] <= hi)]
+    df = df[overlaps(df["ts"], df["te"], merged)]
+    g = df.assign(events=1, dur_est=df["dur"] * df["weight"]).groupby(["name", "cat"],
+                                                                       as_index=False)
+    out = g.agg(events=("events", "sum"), calls_est=("weight", "sum"), dur_us=("dur", "sum"),
+                dur_us_est=("dur_est", "sum"))
+    return out.astype({c: float for c in BY_COLS[2:]})
+
+
+def _compute(client, x):
+    """On this query's client (not whichever Dask holds as its default)."""
+    if client is None:
+        import dask
+        return dask.compute(x)[0]
+    return client.compute(x, sync=True)
+
+
 def query(client, loaders, pattern):
-    """Run the query; returns (names matched, merged intervals, overlapping events, by (name, cat))."""
+    """Run the query; returns (files matched {fhash: path}, merged intervals, time per (name, cat))."""
     import dask
     import dask.dataframe as dd
     parts = [dask.delayed(f)(*a) for f, a in loaders]
     parts = client.persist(parts) if client else parts
-    evs = [dask.delayed(lambda x: x[0])(p) for p in parts]
-    fh = dask.compute(*[dask.delayed(lambda x: x[1])(p) for p in parts])
+    evs = [dask.delayed(_first)(p) for p in parts]
+    fh = _compute(client, [dask.delayed(_second)(p) for p in parts])
     names = {}
     for d in fh:
         names.update(d)
@@ -135,22 +172,18 @@ def query(client, loaders, pattern):
     events = dd.from_delayed(evs, meta=meta)
     hs = set(hashes)
     # each partition merges its own intervals; the merge of those is the answer
-    chunks = events.map_partitions(
-        lambda df: pd.DataFrame(merge_intervals(zip(df.loc[df["fhash"].isin(hs), "ts"],
-                                                    df.loc[df["fhash"].isin(hs), "te"])),
-                                columns=["start", "end"]),
-        meta=pd.DataFrame({"start": pd.Series(dtype=float), "end": pd.Series(dtype=float)}))
-    merged = merge_intervals(chunks.compute().itertuples(index=False, name=None))
+    chunks = events.map_partitions(functools.partial(_file_intervals, hashes=hs),
+                                   meta=pd.DataFrame({"start": pd.Series(dtype=float),
+                                                      "end": pd.Series(dtype=float)}))
+    merged = merge_intervals(_compute(client, chunks).itertuples(index=False, name=None))
     if not merged:
-        return matched, merged, events.head(0), pd.DataFrame(
-            columns=["name", "cat", "events", "calls_est", "dur_us", "dur_us_est"])
-    lo, hi = merged[0][0], merged[-1][1]
-    cand = events[(events["te"] >= lo) & (events["ts"] <= hi)]
-    hit = cand.map_partitions(lambda df: df[overlaps(df["ts"], df["te"], merged)], meta=meta)
-    hit = hit.assign(dur_est=hit["dur"] * hit["weight"])
-    by = hit.groupby(["name", "cat"]).agg({"ts": "count", "weight": "sum", "dur": "sum",
-                                           "dur_est": "sum"}).compute()
-    by = by.rename(columns={"ts": "events", "weight": "calls_est", "dur": "dur_us",
-                            "dur_est": "dur_us_est"}).reset_index()
-    by = by.sort_values("dur_us", ascending=False).reset_index(drop=True)
-    return matched, merged, hit, by
+        return matched, merged, pd.DataFrame(columns=BY_COLS)
+    # each partition sums its overlapping events per (name, cat); the sums add up
+    part = events.map_partitions(functools.partial(_overlapping_by, merged=merged),
+                                 meta=pd.DataFrame({c: pd.Series(dtype=object if c in (
+                                     "name", "cat") else float) for c in BY_COLS}))
+    by = _compute(client, part)
+    by = by.groupby(["name", "cat"], as_index=False)[BY_COLS[2:]].sum()
+    by = by.astype({"events": "int64", "calls_est": "int64"})
+    by = by.sort_values(["dur_us", "name"], ascending=[False, True]).reset_index(drop=True)
+    return matched, merged, by
