@@ -131,7 +131,7 @@ def cmd_generate(a):
                    [G.parse_size(s) for s in a.sizes.split(",")],
                    [int(x) for x in a.files.split(",")], [int(x) for x in a.threads.split(",")],
                    a.fsync.split(","))
-    pts = G.sample(pts, a.points, a.seed)
+    pts = G.sample(pts, a.points, a.seed) * a.repeat
     print("running %d points of %.1f s" % (len(pts), a.duration), flush=True)
     n = G.generate(pts, a.dir, a.labels, a.duration, a.file_mib, a.pause, a.host,
                    log=lambda s: print(s, flush=True))
@@ -145,7 +145,7 @@ def train_and_report(df, labels, a):
     from .dataset import steady_rows
     df, edge = steady_rows(df, labels)
     report, pred, mdl = M.train(df, labels, seed=a.seed, test_size=a.test_size, trees=a.trees,
-                                with_bytes=a.with_bytes)
+                                with_bytes=a.with_bytes, target=a.target)
     report["edge_windows_left_out"] = edge
     M.save(a.out, report, pred, mdl)
     print(M.table(report))
@@ -257,6 +257,8 @@ def add_train_opts(p):
     p.add_argument("--test-size", type=float, default=0.25,
                    help="share of workloads held out (default 0.25)")
     p.add_argument("--trees", type=int, default=200)
+    p.add_argument("--target", choices=["window", "workload"], default="window",
+                   help="bandwidth of the row's window (default) or of the whole run")
     p.add_argument("--with-bytes", action="store_true",
                    help="also give the model byte rates (see model.py: an ablation)")
 
@@ -300,6 +302,8 @@ def main(argv=None):
     p.add_argument("--fsync", default="none,end,each")
     p.add_argument("--points", type=int, default=0, help="a random sample of N points (0: all)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run the points N times (each run its own workload)")
     p.add_argument("--duration", type=float, default=2.0, help="seconds per point")
     p.add_argument("--file-mib", type=int, default=64, help="size of each file, MiB")
     p.add_argument("--pause", type=float, default=0.0, help="seconds between points")

@@ -70,7 +70,26 @@ class Labels:
         return None
 
     def frame(self):
-        return pd.DataFrame(self.rows).set_index("workload")
+        return pd.DataFrame(self.rows).drop(columns=["timeline"], errors="ignore").set_index(
+            "workload")
+
+    def window_bandwidth(self, df):
+        """Per row, the bytes/s the generator measured in that row's window.
+
+        From the label's timeline (bytes moved so far, sampled every few ms on
+        the wall clock), interpolated at the window's bounds. NaN for a
+        workload whose label has no timeline.
+        """
+        out = np.full(len(df), np.nan)
+        tl = {r["workload"]: np.asarray(r["timeline"], float) for r in self.rows
+              if r.get("timeline")}
+        for i, (wl, a, b) in enumerate(zip(df["workload"], df["ts_start"], df["ts_end"])):
+            t = tl.get(wl)
+            if t is None or b <= a:
+                continue
+            moved = np.interp([a, b], t[:, 0], t[:, 1])
+            out[i] = (moved[1] - moved[0]) / ((b - a) / 1e6)
+        return out
 
 
 def rows_frame(lines, labels=None):

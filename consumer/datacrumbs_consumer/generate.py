@@ -9,6 +9,9 @@ the process measured itself: bytes its calls moved / wall time from the
 moment its threads start to the moment the last one is done (its final
 fsyncs included), timed with the wall clock the agent's windows use.
 
+The label holds the run's bandwidth and a timeline of the bytes moved so far
+(every 5 ms), from which each window's bandwidth is read (dataset.py).
+
 Run it under a running agent: `datacrumbs_consumer generate` does not start one.
 """
 import itertools
@@ -44,6 +47,7 @@ def fmt_size(v):
 
 
 FSYNC = ("none", "end", "each")
+SAMPLE_S = 0.005
 
 
 def matrix(ops, modes, sizes, files, threads, fsyncs):
@@ -105,12 +109,25 @@ def run_point(p, paths, file_size, duration):
             j += 1
         buf.close()
 
+    # the bytes moved so far, every SAMPLE_S, on the wall clock the agent's
+    # windows use: the label of each window (a call counts when it returns,
+    # as in the agent's records)
+    timeline = []
+    done = threading.Event()
+
+    def sampler():
+        while not done.wait(SAMPLE_S):
+            timeline.append((int(time.time() * 1e6), sum(moved)))
+
     ths = [threading.Thread(target=worker, args=(t,)) for t in range(nt)]
     for th in ths:
         th.start()
     t0 = time.time()
     m0 = time.monotonic()
     stop[0] = m0 + duration
+    timeline.append((int(t0 * 1e6), 0))
+    smp = threading.Thread(target=sampler)
+    smp.start()
     bar.wait()
     for th in ths:
         th.join()
@@ -119,11 +136,15 @@ def run_point(p, paths, file_size, duration):
             os.fsync(fd)
     m1 = time.monotonic()
     t1 = time.time()
+    done.set()
+    smp.join()
+    timeline.append((int(t1 * 1e6), sum(moved)))
     for fd in fds:
         os.close(fd)
     wall = m1 - m0
     return {"t_start_us": int(t0 * 1e6), "t_end_us": int(t1 * 1e6), "wall_s": wall,
-            "bytes": sum(moved), "calls": sum(calls), "bandwidth": sum(moved) / wall}
+            "bytes": sum(moved), "calls": sum(calls), "bandwidth": sum(moved) / wall,
+            "timeline": timeline}
 
 
 def _fill(path, size):

@@ -1,9 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """Learn bandwidth from the features: a random forest per category and one over all.
 
-Target: the bandwidth the generator measured for the workload (bytes it moved
-/ its wall time, timed by the generator, not by the agent). Features: per
-`<function>-<category>`, rates and times made from the agent's counters:
+Target, measured by the generator, never by the agent (generate.py):
+  window   (default) the bytes/s the workload's process moved during the row's
+           window, read from its timeline of bytes moved so far;
+  workload the run's bytes / wall time, one value for all its windows (as the
+           seeds labelled a whole run): windows of one run differ (dirty-page
+           throttling, a final fsync) while their label does not.
+Rows of windows that lie wholly inside their run only (dataset.steady_rows),
+and with some bytes moved (a log needs a positive value).
+
+Features: per `<function>-<category>`, rates and times made from the agent's counters:
 
   K.rate   calls (or pages, or requests) per second of the window
   K.busy   time in K per second of the window (the seeds' time per function)
@@ -100,13 +107,26 @@ def split_workloads(groups, test_size, seed):
     return train, test
 
 
+def group_folds(groups, k, seed):
+    """k folds of whole workloads, assigned in a random order.
+
+    (GroupKFold deals equal-sized groups out in name order: runs named in
+    sequence would land in folds by their position in the matrix.)
+    """
+    uniq = np.unique(groups)
+    order = np.random.RandomState(seed).permutation(len(uniq))
+    fold = dict(zip(uniq[order], np.arange(len(uniq)) % k))
+    f = np.array([fold[g] for g in groups])
+    for i in range(k):
+        yield np.where(f != i)[0], np.where(f == i)[0]
+
+
 def fit_eval(X, y, groups, seed=0, test_size=0.25, trees=200, jobs=-1, folds=4):
     """One model: fit on the training workloads, score on the held-out ones.
 
     Also `folds`-fold cross-validation by workload (every workload predicted once
     by a model that never saw it): steadier than one split when workloads are few.
     """
-    from sklearn.model_selection import GroupKFold
     tr, te = split_workloads(groups, test_size, seed)
     # what never varies among the training workloads cannot be learned from
     X = X.loc[:, X.iloc[tr].nunique() > 1]
@@ -131,7 +151,7 @@ def fit_eval(X, y, groups, seed=0, test_size=0.25, trees=200, jobs=-1, folds=4):
     if k >= 2:
         oof = np.zeros(len(y))
         oof_base = np.zeros(len(y))
-        for a, b in GroupKFold(n_splits=k).split(X.values, ylog, groups):
+        for a, b in group_folds(groups, k, seed):
             f = _forest(seed, trees, jobs).fit(X.iloc[a].values, ylog[a])
             oof[b] = np.exp(f.predict(X.iloc[b].values))
             oof_base[b] = np.exp(ylog[a].mean())
@@ -141,11 +161,25 @@ def fit_eval(X, y, groups, seed=0, test_size=0.25, trees=200, jobs=-1, folds=4):
     return m, res, te, p
 
 
+TARGETS = {
+    "window": "bytes/s the generator measured in the row's window (its timeline)",
+    "workload": "bytes/s the generator measured over the whole run (bytes / wall time)",
+}
+
+
+def target_of(df, labels, target):
+    if target == "window":
+        return labels.window_bandwidth(df)
+    if target == "workload":
+        return df["workload"].map(labels.frame()["bandwidth"]).astype(float).values
+    raise ValueError("target %r: window or workload" % target)
+
+
 def train(df, labels, seed=0, test_size=0.25, trees=200, with_bytes=False, jobs=-1,
-          min_rows=4):  # noqa: C901
+          min_rows=4, target="window"):  # noqa: C901
     """Every category's model and the all-feature one; returns (report, predictions, model)."""
-    lab = labels.frame()
-    y = df["workload"].map(lab["bandwidth"]).astype(float).values
+    y = target_of(df, labels, target)
+    # a window in which nothing completed has no bandwidth to learn in log space
     keep = y > 0
     df = df[keep]
     y = y[keep]
@@ -155,7 +189,8 @@ def train(df, labels, seed=0, test_size=0.25, trees=200, with_bytes=False, jobs=
                          % len(set(groups)))
     X = feature_frame(df, with_bytes)
     cats = sorted({category_of(f) for f in X.columns})
-    report = {"target": "generator-measured bandwidth, bytes/s (fit on log)",
+    report = {"target": target, "target_meaning": TARGETS[target] + ", fit on its log",
+              "rows_without_bandwidth": int((~keep).sum()),
               "rows": int(len(df)), "workloads": int(len(set(groups))), "seed": seed,
               "with_bytes": with_bytes, "categories": {}}
     for cat in cats:
