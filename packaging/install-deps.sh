@@ -24,7 +24,7 @@ package_pkgs=(debhelper dpkg-dev fakeroot lintian rpm rpmlint elfutils debootstr
 test_pkgs+=("${package_pkgs[@]}")  # the packaging suite builds and lints the .deb and the .rpm
 # consumer/ runs on /usr/bin/python3: Kafka, Dask (+ distributed), scikit-learn, plots, zstd frames
 consumer_pkgs=(python3 python3-confluent-kafka python3-pandas python3-dask python3-distributed
-               python3-sklearn python3-matplotlib python3-zstandard)
+               python3-sklearn python3-matplotlib python3-zstandard python3-pyflakes)
 test_pkgs+=("${consumer_pkgs[@]}")  # the consumer suite runs the pipeline end to end
 
 pkgs=()

@@ -17,7 +17,7 @@ import os
 
 import zstandard
 
-from .records import RecordError, parse_line
+from .records import parse_line
 
 DEFAULT_PATH = "/var/lib/datacrumbs/records.jsonl"
 BLOCKSIZE = 64 << 20  # bytes of a plain file per partition
@@ -132,7 +132,7 @@ def read_file_partition(part):
             skipping = False
             if pos >= end and k != last:
                 break  # past the range, and the owned windows are complete
-            lines.append((line, "%s@%d" % (path, pos)))
+            lines.append((line, "%s, byte %d" % (path, pos)))
             last = k
             pos += len(line)
     return lines

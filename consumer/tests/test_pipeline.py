@@ -97,7 +97,7 @@ def main():
         cols = set(rows[0]) if rows else set()
         for want in ("pwrite64-syscall.count", "pwrite64-syscall.time_ns", "preadv2-syscall.count",
                      "write-block.count", "added-page_cache.count", "writes-access.count",
-                     "fsync-syscall.count"):
+                     "openat-syscall.count"):
             c.check(want in cols, "column %s" % want)
         c.check(any(x.endswith("-ext4.count") for x in cols), "ext4 function columns")
         # the rows' bytes are the generator's: the agent counted what was done
