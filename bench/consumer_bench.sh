@@ -16,7 +16,7 @@ py=/usr/bin/python3
 [ "$(id -u)" -eq 0 ] || { echo "consumer_bench: run as root (the agent needs it)" >&2; exit 1; }
 rm -rf "$out" && mkdir -p "$out"
 cat > "$out/agent.conf" <<CONF
-interval = 0.5;
+interval = ${DC_BENCH_INTERVAL:-0.25};
 traces = { output = { dir = "$out/traces"; }; };
 CONF
 "$build/agent/datacrumbs" --config "$out/agent.conf" --output "$out/records.jsonl" 2> "$out/agent.log" &

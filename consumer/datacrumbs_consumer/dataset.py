@@ -69,6 +69,10 @@ class Labels:
                 return r["workload"]
         return None
 
+    def for_join(self):
+        """The same labels without their timelines: what every loading task needs."""
+        return Labels([{k: v for k, v in r.items() if k != "timeline"} for r in self.rows])
+
     def frame(self):
         return pd.DataFrame(self.rows).drop(columns=["timeline"], errors="ignore").set_index(
             "workload")
@@ -145,6 +149,10 @@ def load_rows(client, files=None, kafka=None, labels=None, blocksize=S.BLOCKSIZE
         # is spread over several, so rows are summed across partitions
         shuffle = True
     log.info("reading %d partitions", len(parts))
+    if labels is not None:
+        labels = labels.for_join()
+        if client:
+            labels = client.scatter(labels, broadcast=True)  # once, not in every task
     frames = [dask.delayed(rows_frame)(ln, labels) for ln in lines]
     frames = client.persist(frames) if client else frames
     colsets = [dask.delayed(_columns)(f) for f in frames]

@@ -16,6 +16,7 @@ Features: per `<function>-<category>`, rates and times made from the agent's cou
   K.busy   time in K per second of the window (the seeds' time per function)
   K.lat    mean time per call, ns
   K.erate  failed calls per second
+  K.share  K's calls over all calls of its category in the window
 
 Byte counts are left out (`with_bytes` puts them back, as K.bps): a row's bytes
 over its window is the bandwidth itself, so a model that had them would learn
@@ -66,6 +67,17 @@ def feature_frame(df, with_bytes=False):
             out[k + ".erate"] = st["errors"] / secs
         if with_bytes and "bytes" in st:
             out[k + ".bps"] = st["bytes"] / secs
+    # the share of each function's calls among its category's: scale-free, so a
+    # slowed-down run of 4 KiB writes still looks like 4 KiB writes (its size
+    # class is the share of its calls in the size_write_1K_10K-access bucket)
+    cnt = {k: st["count"] for k, st in keys.items() if "count" in st}
+    bycat = {}
+    for k in cnt:
+        bycat.setdefault(k.rpartition("-")[2], []).append(k)
+    for cat, ks in bycat.items():
+        tot = sum(cnt[k] for k in ks).replace(0, np.nan)
+        for k in ks:
+            out[k + ".share"] = cnt[k] / tot
     X = pd.DataFrame(out, index=df.index).fillna(0.0)
     # a column that never varies says nothing
     return X.loc[:, X.nunique() > 1]
@@ -77,8 +89,10 @@ def category_of(feature):
 
 def _forest(seed, trees, jobs):
     from sklearn.ensemble import RandomForestRegressor
+    # a third of the features per split (Breiman's choice for regression):
+    # measured better on workloads never seen than all of them (consumer/README.md)
     return RandomForestRegressor(n_estimators=trees, random_state=seed, oob_score=True,
-                                 n_jobs=jobs, min_samples_leaf=1)
+                                 n_jobs=jobs, max_features=0.33)
 
 
 def scores(y, p):

@@ -198,6 +198,7 @@ class Features(unittest.TestCase):
         self.assertAlmostEqual(X.loc[a0, "pwrite64-syscall.rate"], 30.0)  # 15 calls / 0.5 s
         self.assertAlmostEqual(X.loc[a0, "pwrite64-syscall.busy"], 0.012)  # 6 ms / 0.5 s
         self.assertAlmostEqual(X.loc[a0, "pwrite64-syscall.lat"], 400000.0)
+        self.assertAlmostEqual(X.loc[a0, "pwrite64-syscall.share"], 15 / 16)  # and 1 fsync
         Xb = M.feature_frame(df, with_bytes=True)
         self.assertAlmostEqual(Xb.loc[a0, "pwrite64-syscall.bps"], 122880.0)
 
