@@ -175,7 +175,10 @@ def make_plots(df, model_dir, out, labels=None):
     df = df.reset_index(drop=True)
     made = []
     p = os.path.join(out, "bandwidth_over_time.png")
-    P.bandwidth_over_time(df, agent_bandwidth(df), p)
+    measured = None
+    if labels is not None:
+        measured = pd.Series(labels.window_bandwidth(df), index=df.index)
+    P.bandwidth_over_time(df, agent_bandwidth(df), p, measured)
     made.append(p)
     if model_dir:
         with open(os.path.join(model_dir, "report.json")) as f:
@@ -193,7 +196,7 @@ def make_plots(df, model_dir, out, labels=None):
 
 
 def cmd_plot(a):
-    make_plots(read_rows(a.rows), a.model_dir, a.out)
+    make_plots(read_rows(a.rows), a.model_dir, a.out, load_labels(a.labels))
 
 
 def cmd_traces(a):
@@ -243,7 +246,7 @@ def cmd_pipeline(a):
     os.makedirs(a.out, exist_ok=True)
     df.to_csv(os.path.join(a.out, "part-0.csv"), index=False)
     report = train_and_report(df, labels, a)
-    make_plots(df, a.out, a.out)
+    make_plots(df, a.out, a.out, labels)
     if a.goal is not None:
         r2 = report["all"]["heldout"]["r2"]
         print("goal: held-out R^2 of the all-feature model %.3f %s %.2f"
@@ -322,6 +325,7 @@ def main(argv=None):
     p = sub.add_parser("plot", help="PNG pictures of a flattened table and a trained model")
     p.add_argument("--rows", required=True)
     p.add_argument("--model-dir", help="train's --out (predictions and importance)")
+    p.add_argument("--labels", help="the generator's labels: its measurement beside the records'")
     p.add_argument("--out", required=True)
     p.set_defaults(fn=cmd_plot)
 

@@ -7,23 +7,33 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def bandwidth_over_time(df, bw, path, max_workloads=16):
-    """Per workload: the bytes/s its records show per window (the agent's view)."""
+def bandwidth_over_time(df, bw, path, measured=None, max_workloads=12):
+    """Per workload, from its first window: the bytes/s its records show per window
+    (the agent's view, solid) and, for generated runs, what the generator
+    measured in the same windows (dashed). Workloads spread over the range."""
     fig, ax = plt.subplots(figsize=(10, 5.5))
-    t0 = df["ts_start"].min()
-    top = (df.assign(bw=bw).groupby("workload")["bw"].mean()
-           .sort_values(ascending=False).index[:max_workloads])
-    for wl in top:
+    mean = df.assign(bw=bw).groupby("workload")["bw"].mean().sort_values()
+    if len(mean) > max_workloads:
+        pick = [mean.index[int(round(i * (len(mean) - 1) / (max_workloads - 1)))]
+                for i in range(max_workloads)]
+    else:
+        pick = list(mean.index)
+    for n, wl in enumerate(dict.fromkeys(pick)):
         d = df[df["workload"] == wl].sort_values("ts_start")
-        t = (d["ts_end"] - t0) / 1e6
-        ax.plot(t, bw[d.index] / 1e6, marker=".", label=str(wl)[-40:])
-    ax.set_xlabel("time (s, window end)")
-    ax.set_ylabel("MB/s in the window (records' data-call bytes)")
-    ax.set_yscale("symlog", linthresh=1)
-    ax.set_title("Bandwidth over time per workload (%d of %d)"
-                 % (len(top), df["workload"].nunique()))
-    if len(top) <= 16:
-        ax.legend(fontsize=6, loc="best")
+        t = (d["ts_end"] - d["ts_start"].min()) / 1e6
+        color = "C%d" % (n % 10)
+        name = str(wl)
+        name = name.split("-", 1)[1] if name[:8].isalnum() and "-" in name else name
+        ax.plot(t, bw[d.index] / 1e6, marker=".", color=color, label=name[-38:])
+        if measured is not None:
+            ax.plot(t, measured[d.index] / 1e6, ls="--", color=color, lw=1)
+    ax.set_xlabel("seconds since the workload's first window (window end)")
+    ax.set_ylabel("MB/s in the window")
+    ax.set_yscale("log")
+    ax.set_title("Bandwidth over time, %d of %d workloads: records (solid)%s"
+                 % (len(dict.fromkeys(pick)), len(mean),
+                    ", generator (dashed)" if measured is not None else ""), fontsize=10)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
