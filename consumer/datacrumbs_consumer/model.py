@@ -170,6 +170,9 @@ def fit_eval(X, y, groups, seed=0, test_size=0.25, trees=200, jobs=-1, folds=4):
             oof[b] = np.exp(f.predict(X.iloc[b].values))
             oof_base[b] = np.exp(ylog[a].mean())
         res["cv"] = dict(scores(y, oof), folds=k)
+        # per workload: its windows' geometric means, measured and predicted
+        g = pd.DataFrame({"w": groups, "y": ylog, "p": np.log(oof)}).groupby("w").mean()
+        res["cv_by_workload"] = scores(np.exp(g["y"]), np.exp(g["p"]))
         res["cv_mean_predictor"] = scores(y, oof_base)
         res["_oof"] = oof
     return m, res, te, p
@@ -190,7 +193,7 @@ def target_of(df, labels, target):
 
 
 def train(df, labels, seed=0, test_size=0.25, trees=200, with_bytes=False, jobs=-1,
-          min_rows=4, target="window"):  # noqa: C901
+          min_rows=4, target="window", exclude=None):  # noqa: C901
     """Every category's model and the all-feature one; returns (report, predictions, model)."""
     y = target_of(df, labels, target)
     # a window in which nothing completed has no bandwidth to learn in log space
@@ -202,11 +205,17 @@ def train(df, labels, seed=0, test_size=0.25, trees=200, with_bytes=False, jobs=
         raise ValueError("need rows of at least 4 workloads to hold some out, have %d"
                          % len(set(groups)))
     X = feature_frame(df, with_bytes)
+    if exclude:
+        import re
+        rx = re.compile(exclude)
+        X = X[[c for c in X.columns if not rx.search(c)]]
+        if X.shape[1] == 0:
+            raise ValueError("--exclude %r leaves no feature" % exclude)
     cats = sorted({category_of(f) for f in X.columns})
     report = {"target": target, "target_meaning": TARGETS[target] + ", fit on its log",
               "rows_without_bandwidth": int((~keep).sum()),
               "rows": int(len(df)), "workloads": int(len(set(groups))), "seed": seed,
-              "with_bytes": with_bytes, "categories": {}}
+              "with_bytes": with_bytes, "exclude": exclude, "categories": {}}
     for cat in cats:
         cols = [f for f in X.columns if category_of(f) == cat]
         if len(cols) < 1 or len(df) < min_rows:
