@@ -3,7 +3,8 @@
 # anywhere else. Groups: build (compile the agent and its BPF programs),
 # test (run the test suite), bench (the benchmarks' comparison tracers),
 # package (build and check the .deb and .rpm, boot the unit in a container).
-# Usage: packaging/install-deps.sh [build] [test] [bench] [package]   (default: build test)
+# consumer (the reference consumer in consumer/: Python with Debian's own packages only).
+# Usage: packaging/install-deps.sh [build] [test] [bench] [package] [consumer]   (default: build test)
 set -euo pipefail
 
 groups=("$@")
@@ -23,6 +24,10 @@ bench_pkgs=(bpftrace e2fsprogs mount)  # mount: losetup; e2fsprogs: mkfs.ext4 (l
 # systemd-container: a Debian root booted by systemd-nspawn runs the unit under a real systemd
 package_pkgs=(debhelper dpkg-dev fakeroot lintian rpm rpmlint elfutils debootstrap systemd-container)
 test_pkgs+=("${package_pkgs[@]}")  # the packaging suite builds and lints the .deb and the .rpm
+# consumer/ runs on /usr/bin/python3: Kafka, Dask (+ distributed), scikit-learn, plots, zstd frames
+consumer_pkgs=(python3 python3-confluent-kafka python3-pandas python3-dask python3-distributed
+               python3-sklearn python3-matplotlib python3-zstandard python3-pyflakes)
+test_pkgs+=("${consumer_pkgs[@]}")  # the consumer suite runs the pipeline end to end
 
 pkgs=()
 for g in "${groups[@]}"; do
@@ -31,7 +36,8 @@ for g in "${groups[@]}"; do
     test) pkgs+=("${test_pkgs[@]}") ;;
     bench) pkgs+=("${bench_pkgs[@]}") ;;
     package) pkgs+=("${package_pkgs[@]}") ;;
-    *) echo "install-deps: unknown group '$g' (build, test, bench, package)" >&2; exit 2 ;;
+    consumer) pkgs+=("${consumer_pkgs[@]}") ;;
+    *) echo "install-deps: unknown group '$g' (build, test, bench, package, consumer)" >&2; exit 2 ;;
   esac
 done
 

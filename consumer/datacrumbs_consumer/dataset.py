@@ -1,0 +1,208 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The flattened table on Dask: records -> one row per (host, run, window, workload).
+
+The loading and the per-window flattening run as Dask tasks, one per
+partition of the input (sources.py); a LocalCluster by default, or any
+scheduler's address for a fleet's data.
+"""
+import json
+import logging
+
+import numpy as np
+import pandas as pd
+
+from . import records as R
+from . import sources as S
+
+log = logging.getLogger("datacrumbs_consumer")
+
+
+def make_client(scheduler=None, workers=None, threads=None, processes=True):
+    """A Dask client: an existing scheduler's address, or a LocalCluster on this node."""
+    from dask.distributed import Client, LocalCluster
+    # distributed sets its loggers to INFO when imported: its chatter is not ours
+    for name in ("distributed", "distributed.scheduler", "distributed.worker", "distributed.core",
+                 "distributed.nanny", "distributed.comm", "tornado", "bokeh"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    if scheduler:
+        return Client(scheduler)
+    kw = {"dashboard_address": ":0", "processes": processes}
+    if workers:
+        kw["n_workers"] = workers
+    if threads:
+        kw["threads_per_worker"] = threads
+    return Client(LocalCluster(**kw))
+
+
+class Labels:
+    """The generator's labels: which (host, pid, time span) is which workload, and its bandwidth."""
+
+    def __init__(self, rows):
+        self.rows = rows
+        self.by_pid = {}
+        for r in rows:
+            self.by_pid.setdefault((r["host"], r["pid"]), []).append(r)
+
+    @classmethod
+    def load(cls, path):
+        rows = []
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    r = json.loads(line)
+                except ValueError as e:
+                    raise ValueError("%s:%d: not JSON: %s" % (path, n, e)) from None
+                for k in ("workload", "host", "pid", "t_start_us", "t_end_us", "bandwidth"):
+                    if k not in r:
+                        raise ValueError("%s:%d: label without %r" % (path, n, k))
+                rows.append(r)
+        if not rows:
+            raise ValueError("%s: no labels" % path)
+        return cls(rows)
+
+    def workload(self, rec):
+        """The label whose process and lifetime match the record's window, else None."""
+        for r in self.by_pid.get((rec.get("host"), rec.get("pid")), ()):
+            if rec["ts_start"] < r["t_end_us"] and rec["ts_end"] > r["t_start_us"]:
+                return r["workload"]
+        return None
+
+    def for_join(self):
+        """The same labels without their timelines: what every loading task needs."""
+        return Labels([{k: v for k, v in r.items() if k != "timeline"} for r in self.rows])
+
+    def frame(self):
+        return pd.DataFrame(self.rows).drop(columns=["timeline"], errors="ignore").set_index(
+            "workload")
+
+    def window_bandwidth(self, df):
+        """Per row, the bytes/s the generator measured in that row's window.
+
+        From the label's timeline (bytes moved so far, sampled every few ms on
+        the wall clock), interpolated at the window's bounds. NaN for a
+        workload whose label has no timeline.
+        """
+        out = np.full(len(df), np.nan)
+        tl = {r["workload"]: np.asarray(r["timeline"], float) for r in self.rows
+              if r.get("timeline")}
+        for i, (wl, a, b) in enumerate(zip(df["workload"], df["ts_start"], df["ts_end"])):
+            t = tl.get(wl)
+            if t is None or b <= a:
+                continue
+            moved = np.interp([a, b], t[:, 0], t[:, 1])
+            out[i] = (moved[1] - moved[0]) / ((b - a) / 1e6)
+        return out
+
+
+def rows_frame(lines, labels=None):
+    """Record lines (one partition) -> a pandas frame of combined rows."""
+    rows = []
+    for rec in S.parse_lines(lines):
+        wl = None
+        if labels is not None:
+            wl = labels.workload(rec)
+            if wl is None:
+                continue  # not one of the labelled runs: another process on the node
+        rows.append(R.row_of(rec, wl))
+    rows = R.combine_rows(rows)
+    df = pd.DataFrame(rows)
+    if df.empty:
+        df = pd.DataFrame(columns=R.KEYS + R.WINDOW_COLS + ["processes"])
+    return df
+
+
+def _columns(df):
+    return list(df.columns)
+
+
+def _conform(df, cols):
+    df = df.reindex(columns=cols)
+    for c in cols:
+        if c in ("host", "run", "workload"):
+            df[c] = df[c].astype(object)
+        else:
+            df[c] = df[c].fillna(0).astype("float64" if "." in c else "int64")
+    return df
+
+
+def load_rows(client, files=None, kafka=None, labels=None, blocksize=S.BLOCKSIZE, combine=None):
+    """The flattened table as a Dask dataframe, and its column list.
+
+    files: paths (sources.expand_paths); kafka: (config dict, topic).
+    combine: sum rows across partitions (default: for Kafka only; see below).
+    """
+    import dask
+    import dask.dataframe as dd
+    if files:
+        parts = S.file_partitions(S.expand_paths(files), blocksize)
+        lines = [dask.delayed(S.read_file_partition)(p) for p in parts]
+        shuffle = False  # a window is whole in one partition
+    else:
+        conf, topic = kafka
+        parts = S.kafka_partitions(conf, topic)
+        if not parts:
+            raise RuntimeError("Kafka topic %s holds no records" % topic)
+        lines = [dask.delayed(S.read_kafka_partition)(conf, p) for p in parts]
+        # keyed by host, a window is in one partition; keyed by host/cgroup it
+        # is spread over several, so rows are summed across partitions
+        shuffle = True
+    log.info("reading %d partitions", len(parts))
+    if labels is not None:
+        labels = labels.for_join()
+        if client:
+            labels = client.scatter(labels, broadcast=True)  # once, not in every task
+    frames = [dask.delayed(rows_frame)(ln, labels) for ln in lines]
+    frames = client.persist(frames) if client else frames
+    colsets = [dask.delayed(_columns)(f) for f in frames]
+    colsets = client.compute(colsets, sync=True) if client else dask.compute(*colsets)
+    stat = sorted({c for cs in colsets for c in cs} - set(R.KEYS + R.WINDOW_COLS + ["processes"]))
+    cols = R.KEYS + R.WINDOW_COLS + ["processes"] + stat
+    meta = _conform(pd.DataFrame(columns=cols), cols)
+    ddf = dd.from_delayed([dask.delayed(_conform)(f, cols) for f in frames], meta=meta)
+    if combine is not None:
+        shuffle = combine
+    if shuffle and len(parts) > 1:
+        agg = {c: "sum" for c in cols if c not in R.KEYS}
+        for c in R.WINDOW_COLS:
+            agg[c] = "first"
+        ddf = ddf.groupby(R.KEYS).agg(agg, split_out=max(1, len(parts) // 4)).reset_index()
+    return ddf, cols
+
+
+def count_rows(ddf, client=None):
+    """Rows of a Dask frame, one count per partition.
+
+    len() of a grouped frame fails in Debian 12's Dask (2022.12: "'Serialize'
+    object is not callable" while packing the graph); per-partition counts work.
+    """
+    import dask
+    counts = [dask.delayed(len)(d) for d in ddf.to_delayed()]
+    return int(sum(client.compute(counts, sync=True) if client else dask.compute(*counts)))
+
+
+def steady_rows(df, labels):
+    """Rows of windows that lie wholly inside their workload's measured run.
+
+    A window that caught only part of a run holds a fraction of its I/O but
+    would carry the whole run's bandwidth as its label: such edge windows are
+    left out of training and evaluation (and counted in the report).
+    """
+    lab = labels.frame()
+    t0 = df["workload"].map(lab["t_start_us"])
+    t1 = df["workload"].map(lab["t_end_us"])
+    inside = (df["ts_start"] >= t0) & (df["ts_end"] <= t1)
+    return df[inside].copy(), int((~inside).sum())
+
+
+def agent_bandwidth(df):
+    """Bytes/s the records themselves say each row moved (system-call bytes / window)."""
+    cols = [c for c in df.columns if c.endswith("-syscall.bytes") and
+            R.split_column(c)[0] in DATA_CALLS]
+    secs = df["duration_us"].replace(0, np.nan) / 1e6
+    return (df[cols].sum(axis=1) / secs).fillna(0)
+
+
+DATA_CALLS = {"read", "pread64", "readv", "preadv", "preadv2", "write", "pwrite64", "writev",
+              "pwritev", "pwritev2"}

@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Records -> flat rows: one row per (window, workload), `<function>-<category>.<stat>` columns.
+
+Pure functions on parsed records (docs/records.md); no I/O, no Dask. Every value
+a row carries is additive (counts, bytes, nanoseconds), so rows of several
+processes of one workload in one window, or of one process split over two
+input partitions, are combined by summing; ratios (rates, time shares, mean
+latencies) are made afterwards from the sums (features.py).
+
+Column names, per layer of the record:
+
+| record member              | column                                 | stats                          |
+|----------------------------|----------------------------------------|--------------------------------|
+| ops.<syscall>              | <syscall>-syscall                      | count errors bytes time_ns     |
+| functions.<fn>-<category>  | <fn>-<category> (as published)         | count errors bytes time_ns     |
+| block.<op>                 | <op>-block                             | count bytes queue_ns device_ns |
+| page_cache                 | added|dirtied|removed-page_cache       | count (pages) bytes            |
+| io_uring.<opcode>          | <opcode>-io_uring                      | count errors bytes time_ns     |
+| access (Darshan counters)  | <counter>-access                       | count (calls) or time_ns       |
+"""
+import json
+
+KEYS = ["host", "run", "window", "workload"]
+# per-window facts, the same for every row of a window: kept, not summed
+WINDOW_COLS = ["ts_start", "ts_end", "duration_us"]
+
+OP_STATS = ("count", "errors", "bytes", "time_ns")
+BLOCK_STATS = ("count", "bytes", "queue_ns", "device_ns")
+PAGE_CACHE = ("added", "dirtied", "removed")
+# Darshan counters of `access`: calls, and the time columns as time_ns
+ACCESS_COUNTS = ("opens", "reads", "writes", "meta_ops", "fsyncs", "errors", "seq_reads",
+                 "seq_writes", "consec_reads", "consec_writes", "rw_switches",
+                 "file_not_aligned", "mem_not_aligned", "files")
+ACCESS_TIMES = {"read_time_ns": "read", "write_time_ns": "write", "meta_time_ns": "meta",
+                "fsync_time_ns": "fsync"}
+ACCESS_BYTES = {"bytes_read": "read", "bytes_written": "write"}
+
+
+class RecordError(ValueError):
+    """A line that is not a datacrumbs record (the message says where and why)."""
+
+
+def parse_line(line, where=""):
+    """One JSON line -> dict; a clear error naming the place for anything else."""
+    if isinstance(line, bytes):
+        line = line.decode("utf-8", errors="replace")
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise RecordError("%s: not JSON (%s): %.80s" % (where or "input", e, line)) from None
+    if not isinstance(rec, dict) or "type" not in rec or "schema" not in rec:
+        raise RecordError("%s: not a datacrumbs record (no type/schema): %.80s"
+                          % (where or "input", line))
+    if rec["schema"] != 1:
+        raise RecordError("%s: record schema %r, this consumer reads schema 1"
+                          % (where or "input", rec["schema"]))
+    return rec
+
+
+def workload_of(rec):
+    """Who a features record belongs to, when no label says otherwise.
+
+    The innermost job the agent found (Slurm, Flux, pod, container, systemd
+    unit), else the cgroup path, else the process. Fleets group by job; the
+    generator's labels (labels.py) override this with their own workload ids.
+    """
+    job = rec.get("job") or {}
+    for k in ("slurm_job", "flux_job", "pod", "container", "unit"):
+        if job.get(k):
+            return "%s:%s" % (k, job[k])
+    if rec.get("cgroup") not in (None, "", "/"):
+        return "cgroup:" + rec["cgroup"]
+    return "pid:%d" % rec.get("pid", -1)
+
+
+def _add(out, col, v):
+    if v:
+        out[col] = out.get(col, 0) + v
+
+
+def flatten_features(rec):
+    """A features record -> {column: additive value} (no key columns)."""
+    out = {}
+    for name, o in (rec.get("ops") or {}).items():
+        for s in OP_STATS:
+            _add(out, "%s-syscall.%s" % (name, s), o.get(s, 0))
+    for name, o in (rec.get("functions") or {}).items():
+        # already `<function>-<category>`, as in the seeds
+        for s in OP_STATS:
+            _add(out, "%s.%s" % (name, s), o.get(s, 0))
+    for op, o in (rec.get("block") or {}).items():
+        for s in BLOCK_STATS:
+            _add(out, "%s-block.%s" % (op, s), o.get(s, 0))
+    pc = rec.get("page_cache")
+    if pc:
+        psz = pc.get("page_size", 4096) or 4096
+        for k in PAGE_CACHE:
+            n = pc.get(k + "_pages", 0)
+            _add(out, "%s-page_cache.count" % k, n)
+            _add(out, "%s-page_cache.bytes" % k, n * psz)
+    for op, o in (rec.get("io_uring") or {}).items():
+        for s in OP_STATS:
+            _add(out, "%s-io_uring.%s" % (op, s), o.get(s, 0))
+    acc = rec.get("access")
+    if acc:
+        for k in ACCESS_COUNTS:
+            _add(out, "%s-access.count" % k, acc.get(k, 0))
+        for k, n in ACCESS_TIMES.items():
+            _add(out, "%s-access.time_ns" % n, acc.get(k, 0))
+        for k, n in ACCESS_BYTES.items():
+            _add(out, "%s-access.bytes" % n, acc.get(k, 0))
+        for kind in ("size_read", "size_write"):
+            for bucket, n in (acc.get(kind) or {}).items():
+                _add(out, "%s_%s-access.count" % (kind, bucket), n)
+    return out
+
+
+def row_of(rec, workload=None):
+    """A features record -> one row (keys, window facts, columns)."""
+    row = flatten_features(rec)
+    row["host"] = rec.get("host", "")
+    row["run"] = rec.get("run", "")
+    row["window"] = rec["window"]
+    row["workload"] = workload if workload is not None else workload_of(rec)
+    for c in WINDOW_COLS:
+        row[c] = rec.get(c, 0)
+    row["processes"] = 1
+    return row
+
+
+def combine_rows(rows):
+    """Sum rows with the same (host, run, window, workload): one row per key.
+
+    Window facts are taken from the first row (every record of a window
+    carries the same ones); everything else is summed.
+    """
+    acc = {}
+    for r in rows:
+        k = tuple(r[c] for c in KEYS)
+        a = acc.get(k)
+        if a is None:
+            acc[k] = dict(r)
+            continue
+        for c, v in r.items():
+            if c in KEYS or c in WINDOW_COLS:
+                continue
+            a[c] = a.get(c, 0) + v
+    return list(acc.values())
+
+
+def stat_columns(columns):
+    """The `<function>-<category>.<stat>` columns among `columns`."""
+    return [c for c in columns if "." in c and "-" in c.rpartition(".")[0]]
+
+
+def split_column(col):
+    """`pwrite64-syscall.time_ns` -> ("pwrite64", "syscall", "time_ns")."""
+    key, _, stat = col.rpartition(".")  # a library symbol may hold dots; a stat never does
+    fn, _, cat = key.rpartition("-")
+    return fn, cat, stat

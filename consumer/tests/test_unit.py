@@ -1,0 +1,317 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""Unit tests on fixed inputs (consumer/tests/fixtures): flattening, partitioning,
+labels, follow's window closing and file tailing, interval merge, the trace query.
+
+usage: /usr/bin/python3 test_unit.py [-v]
+"""
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+FIX = os.path.join(HERE, "fixtures")
+
+import zstandard  # noqa: E402
+
+from datacrumbs_consumer import records as R  # noqa: E402
+from datacrumbs_consumer import sources as S  # noqa: E402
+from datacrumbs_consumer import traces as T  # noqa: E402
+from datacrumbs_consumer import follow as F  # noqa: E402
+from datacrumbs_consumer import dataset as D  # noqa: E402
+from datacrumbs_consumer import model as M  # noqa: E402
+
+
+def fixture_records():
+    with open(os.path.join(FIX, "records.jsonl"), "rb") as f:
+        return [json.loads(ln) for ln in f]
+
+
+class Flatten(unittest.TestCase):
+    def test_every_layer_named(self):
+        rec = fixture_records()[0]
+        got = R.flatten_features(rec)
+        want = {
+            "pwrite64-syscall.count": 10, "pwrite64-syscall.errors": 1,
+            "pwrite64-syscall.bytes": 40960, "pwrite64-syscall.time_ns": 5000000,
+            "fsync-syscall.count": 1, "fsync-syscall.time_ns": 2000000,
+            "ext4_sync_file-ext4.count": 1, "ext4_sync_file-ext4.time_ns": 1900000,
+            "write-block.count": 3, "write-block.bytes": 12288, "write-block.queue_ns": 300,
+            "write-block.device_ns": 9000,
+            "added-page_cache.count": 10, "added-page_cache.bytes": 40960,
+            "dirtied-page_cache.count": 10, "dirtied-page_cache.bytes": 40960,
+            "write-io_uring.count": 2, "write-io_uring.bytes": 8192,
+            "write-io_uring.time_ns": 7000,
+            "files-access.count": 1, "writes-access.count": 10, "fsyncs-access.count": 1,
+            "errors-access.count": 1, "seq_writes-access.count": 9,
+            "consec_writes-access.count": 9, "write-access.time_ns": 5000000,
+            "fsync-access.time_ns": 2000000, "write-access.bytes": 40960,
+            "size_write_1K_10K-access.count": 10,
+        }
+        # zeros are not stored: a sparse row, filled with 0 when tabled
+        self.assertEqual(got, want)
+        for c in got:
+            fn, cat, stat = R.split_column(c)
+            self.assertTrue(fn and cat and stat, c)
+
+    def test_quantiles_and_hists_left_out(self):
+        # not additive over processes: never summed into a row
+        got = R.flatten_features(fixture_records()[0])
+        self.assertFalse([c for c in got if "p50" in c or "hist" in c])
+
+    def test_split_column(self):
+        self.assertEqual(R.split_column("pwrite64-syscall.time_ns"), ("pwrite64", "syscall", "time_ns"))
+        self.assertEqual(R.split_column("H5Dwrite.cold-hdf5.count"), ("H5Dwrite.cold", "hdf5", "count"))
+        self.assertEqual(M.category_of("write-block.rate"), "block")
+
+    def test_workload_of(self):
+        recs = fixture_records()
+        self.assertEqual(R.workload_of(recs[0]), "unit:a.service")
+        self.assertEqual(R.workload_of(recs[2]), "pid:200")
+        self.assertEqual(R.workload_of({"job": {"slurm_job": "42", "unit": "x.scope"}}), "slurm_job:42")
+        self.assertEqual(R.workload_of({"job": {}, "cgroup": "/a/b", "pid": 3}), "cgroup:/a/b")
+
+    def test_rows_per_window_and_workload(self):
+        rows = R.combine_rows(R.row_of(r) for r in fixture_records() if r["type"] == "features")
+        self.assertEqual(len(rows), 4)  # 2 windows x {a.service, pid:200}
+        a0 = [r for r in rows if r["workload"] == "unit:a.service" and r["window"] == 0][0]
+        self.assertEqual(a0["processes"], 2)
+        self.assertEqual(a0["pwrite64-syscall.count"], 15)
+        self.assertEqual(a0["pwrite64-syscall.bytes"], 61440)
+        self.assertEqual(a0["duration_us"], 500000)  # a window fact, not summed
+        self.assertEqual(a0["ts_start"], 1000000)
+        c1 = [r for r in rows if r["workload"] == "pid:200" and r["window"] == 1][0]
+        self.assertEqual(c1["read-syscall.bytes"], 2000)
+
+    def test_bad_input_is_named(self):
+        with self.assertRaisesRegex(R.RecordError, r"f\.jsonl:3: not JSON"):
+            R.parse_line(b"{oops", "f.jsonl:3")
+        with self.assertRaisesRegex(R.RecordError, "not a datacrumbs record"):
+            R.parse_line(b'{"a":1}', "x")
+        with self.assertRaisesRegex(R.RecordError, "schema 2"):
+            R.parse_line(b'{"type":"features","schema":2}', "x")
+        self.assertIsNone(R.parse_line(b"  \n", "x"))
+
+
+class Partitions(unittest.TestCase):
+    def rows(self, parts):
+        out = []
+        for p in parts:
+            out += [R.row_of(r) for r in S.parse_lines(S.read_file_partition(p))]
+        return sorted((r["window"], r["workload"], r.get("pwrite64-syscall.count", 0))
+                      for r in R.combine_rows(out))
+
+    def test_any_blocksize_reads_each_window_once(self):
+        path = os.path.join(FIX, "records.jsonl")
+        whole = self.rows(S.file_partitions([path], 1 << 30))
+        size = os.path.getsize(path)
+        for bs in (1, 7, 100, 600, 1000, 2345, size - 1):
+            parts = S.file_partitions([path], bs)
+            lines = [ln for p in parts for ln, _ in S.read_file_partition(p)]
+            with open(path, "rb") as f:
+                self.assertEqual(sorted(lines), sorted(f.readlines()), "blocksize %d" % bs)
+            self.assertEqual(self.rows(parts), whole, "blocksize %d" % bs)
+
+    def test_compressed_and_globs(self):
+        d = tempfile.mkdtemp()
+        try:
+            src = os.path.join(FIX, "records.jsonl")
+            shutil.copy(src, os.path.join(d, "records.jsonl"))
+            with open(src, "rb") as f, open(os.path.join(d, "records.jsonl.1.zst"), "wb") as g:
+                g.write(zstandard.ZstdCompressor().compress(f.read()))
+            files = S.expand_paths([d])
+            self.assertEqual([os.path.basename(x) for x in files],
+                             ["records.jsonl", "records.jsonl.1.zst"])
+            n = [len(S.read_file_partition(p)) for p in S.file_partitions(files)]
+            self.assertEqual(n, [10, 10])
+            with self.assertRaisesRegex(FileNotFoundError, "no such file"):
+                S.expand_paths([os.path.join(d, "nope.jsonl")])
+        finally:
+            shutil.rmtree(d)
+
+    def test_partial_last_line_waits(self):
+        d = tempfile.mkdtemp()
+        try:
+            p = os.path.join(d, "r.jsonl")
+            with open(os.path.join(FIX, "records.jsonl"), "rb") as f:
+                data = f.read()
+            with open(p, "wb") as f:
+                f.write(data + data[:50])  # a line being written
+            self.assertEqual(len(S.read_file_partition((p, 0, len(data) + 50))), 10)
+        finally:
+            shutil.rmtree(d)
+
+
+class DaskLoad(unittest.TestCase):
+    def test_dask_rows_equal_plain(self):
+        self.check_rows(False)
+
+    def test_dask_rows_summed_across_partitions(self):
+        # the path Kafka takes: a window's records spread over partitions
+        self.check_rows(True)
+
+    def check_rows(self, combine):
+        client = D.make_client(workers=1, threads=2, processes=False)
+        try:
+            ddf, cols = D.load_rows(client, files=[os.path.join(FIX, "records.jsonl")],
+                                    blocksize=300, combine=combine)
+            df = client.compute(ddf, sync=True)
+            self.assertEqual(D.count_rows(ddf, client), 4)
+        finally:
+            client.close()
+        self.assertEqual(len(df), 4)
+        self.assertIn("ext4_sync_file-ext4.time_ns", cols)
+        a = df[(df["workload"] == "unit:a.service")].sort_values("window")
+        self.assertEqual(list(a["pwrite64-syscall.count"]), [15, 15])
+        self.assertEqual(list(a["ext4_sync_file-ext4.time_ns"]), [1900000, 1900000])
+        self.assertEqual(list(df[df["workload"] == "pid:200"]["ext4_sync_file-ext4.count"]), [0, 0])
+
+    def test_labels(self):
+        lab = D.Labels([{"workload": "w1", "host": "h1", "pid": 100, "t_start_us": 1200000,
+                         "t_end_us": 2600000, "bandwidth": 5.0}])
+        recs = [r for r in fixture_records() if r["type"] == "features"]
+        got = [(r["pid"], r["window"], lab.workload(r)) for r in recs]
+        self.assertEqual(got, [(100, 0, "w1"), (101, 0, None), (200, 0, None),
+                               (100, 1, "w1"), (101, 1, None), (200, 1, None)])
+        import pandas as pd
+        df = pd.DataFrame([{"workload": "w1", "ts_start": 1000000, "ts_end": 1500000},
+                           {"workload": "w1", "ts_start": 1500000, "ts_end": 2000000}])
+        steady, edge = D.steady_rows(df, lab)
+        self.assertEqual((len(steady), edge), (1, 1))  # [1.0, 1.5) s began before the run
+
+
+class Features(unittest.TestCase):
+    def test_rates_no_bytes(self):
+        import pandas as pd
+        rows = R.combine_rows(R.row_of(r) for r in fixture_records() if r["type"] == "features")
+        df = pd.DataFrame(rows).fillna(0)
+        X = M.feature_frame(df)
+        self.assertFalse([c for c in X.columns if c.endswith(".bps")])
+        a0 = df.index[(df["workload"] == "unit:a.service") & (df["window"] == 0)][0]
+        self.assertAlmostEqual(X.loc[a0, "pwrite64-syscall.rate"], 30.0)  # 15 calls / 0.5 s
+        self.assertAlmostEqual(X.loc[a0, "pwrite64-syscall.busy"], 0.012)  # 6 ms / 0.5 s
+        self.assertAlmostEqual(X.loc[a0, "pwrite64-syscall.lat"], 400000.0)
+        self.assertAlmostEqual(X.loc[a0, "pwrite64-syscall.share"], 15 / 16)  # and 1 fsync
+        Xb = M.feature_frame(df, with_bytes=True)
+        self.assertAlmostEqual(Xb.loc[a0, "pwrite64-syscall.bps"], 122880.0)
+
+    def test_important_99(self):
+        got = M.important(["a", "b", "c", "d"], [0.5, 0.3, 0.195, 0.005])
+        self.assertEqual([f for f, _ in got], ["a", "b", "c"])
+        got = M.important(["a", "b"], [0.995, 0.005])
+        self.assertEqual([f for f, _ in got], ["a"])
+
+
+class Intervals(unittest.TestCase):
+    def test_merge(self):
+        self.assertEqual(T.merge_intervals([]), [])
+        self.assertEqual(T.merge_intervals([(5, 7), (1, 3), (2, 4), (4, 5), (10, 12), (11, 11)]),
+                         [(1, 7), (10, 12)])  # touching intervals join; empty ones vanish
+        self.assertEqual(T.merge_intervals([(0, 10), (2, 3)]), [(0, 10)])
+
+    def test_overlaps(self):
+        m = [(10, 20), (30, 40)]
+        s = [0, 5, 15, 20, 25, 35, 39.5, 40, 10, 19.9, 29, 0]
+        e = [5, 10, 16, 21, 30, 36, 45, 41, 10, 19.9, 31, 100]
+        self.assertEqual(list(T.overlaps(s, e, m)),
+                         [False, False, True, False, False, True, True, False,
+                          True, True, True, True])
+        self.assertEqual(list(T.overlaps([1], [2], [])), [False])
+
+
+class TraceQuery(unittest.TestCase):
+    def test_fixed_trace(self):
+        d = tempfile.mkdtemp()
+        try:
+            # both batches in one file as two zstd frames, as the agent writes them
+            path = os.path.join(d, "trace-1-h1-000000.pfw.zst")
+            with open(path, "wb") as out:
+                for n in ("trace-1.ndjson", "trace-2.ndjson"):
+                    with open(os.path.join(FIX, n), "rb") as f:
+                        out.write(zstandard.ZstdCompressor().compress(f.read()))
+            client = D.make_client(workers=1, threads=1, processes=False)
+            try:
+                matched, merged, by = T.query(client, [(T.load_file, (path,))], r"file_\d")
+            finally:
+                client.close()
+        finally:
+            shutil.rmtree(d)
+        self.assertEqual(matched, {"0000000000000f00": "/data/file_0"})
+        self.assertEqual(merged, [(100.0, 120.0), (200.0, 210.0)])
+        got = {(r.name, r.cat): (r.events, r.calls_est, r.dur_us, r.dur_us_est)
+               for r in by.itertuples()}
+        self.assertEqual(got, {("pwrite64", "syscall"): (2, 20, 25.0, 250.0),
+                               ("read", "syscall"): (1, 1, 2.5, 2.5),
+                               ("fsync", "syscall"): (1, 1, 10.0, 10.0),
+                               ("openat", "syscall"): (1, 2, 6.0, 12.0)})
+
+
+class Follow(unittest.TestCase):
+    def test_windows_close_on_agent_record_or_later_window(self):
+        recs = fixture_records()
+        w = F.Windows()
+        closed = []
+        for r in recs:
+            closed += w.add(r, 0.0)
+        self.assertEqual([k for k, _ in closed], [("h1", "r1", 0), ("h1", "r1", 1)])
+        self.assertEqual([len(rows) for _, rows in closed], [2, 2])
+        # Kafka's features topic has no agent records: the next window closes one
+        w = F.Windows(idle=1.0)
+        closed = []
+        for r in recs:
+            if r["type"] == "features":
+                closed += w.add(r, 0.0)
+        self.assertEqual([k for k, _ in closed], [("h1", "r1", 0)])
+        self.assertEqual([k for k, _ in w.expire(0.5)], [])
+        self.assertEqual([k for k, _ in w.expire(2.0)], [("h1", "r1", 1)])
+
+    def test_tail_across_rotation(self):
+        d = tempfile.mkdtemp()
+        p = os.path.join(d, "records.jsonl")
+        stop = threading.Event()
+        got = []
+        with open(p, "w") as f:
+            f.write("old\n")  # there before following: not read
+        try:
+            gen = F.tail_lines(p, poll=0.01, stop=stop.is_set)
+
+            def take(n):
+                t0 = time.monotonic()
+                while len([x for x in got if x is not None]) < n and time.monotonic() - t0 < 10:
+                    got.append(next(gen))
+
+            next(gen)
+            with open(p, "a") as f:
+                f.write("a\nb")
+            take(1)
+            with open(p, "a") as f:
+                f.write("c\n")
+            take(2)
+            os.rename(p, p + ".1")  # logrotate
+            with open(p, "w") as f:
+                f.write("d\n")
+            take(3)
+        finally:
+            stop.set()
+            shutil.rmtree(d)
+        self.assertEqual([x for x in got if x is not None], [b"a", b"bc", b"d"])
+
+    def test_follow_writes_rows(self):
+        out = io.StringIO()
+        lines = [ln for ln in open(os.path.join(FIX, "records.jsonl"), "rb")]
+        n = F.follow(iter(lines), out)
+        self.assertEqual(n, 2)
+        rows = [json.loads(x) for x in out.getvalue().splitlines()]
+        self.assertEqual(len(rows), 4)
+        self.assertEqual({r["workload"] for r in rows}, {"unit:a.service", "pid:200"})
+
+
+if __name__ == "__main__":
+    unittest.main()
