@@ -17,6 +17,9 @@ test_pkgs=(python3 jq clang-format kcat qemu-system-x86 cpio zstd e2fsprogs libc
 # procps: pgrep finds the container's init and agent
 test_pkgs+=(debootstrap systemd-container ansible python3-yaml procps)
 bench_pkgs=(bpftrace e2fsprogs mount)  # mount: losetup; e2fsprogs: mkfs.ext4 (layers_bench.py)
+# BCC, the original DataCrumbs' technology, compared in bench/suite.py; it compiles at run
+# time against kernel headers: Debian's stock ones when the running kernel has none
+bench_pkgs+=(python3-bpfcc "linux-headers-$(dpkg --print-architecture)")
 # rpm: rpmbuild and rpm -qlp; elfutils: eu-strip for rpm's debuginfo split; debootstrap and
 # systemd-container: a Debian root booted by systemd-nspawn runs the unit under a real systemd
 package_pkgs=(debhelper dpkg-dev fakeroot lintian rpm rpmlint elfutils debootstrap systemd-container)
