@@ -158,7 +158,7 @@ class Bench:
         p.dc_ids = prog_ids_of(p.pid)
         return p
 
-    def start_agent(self, conf_text):
+    def start_agent(self, conf_text, ready_timeout=60):
         """Start the agent; (process, records path) once it notified READY=1,
         (None, reason) if it exited first."""
         sock_path = os.path.join(self.tmp, "notify")
@@ -180,7 +180,7 @@ class Bench:
                                   "-o", out], env=env, stderr=ef)
         self.live.append(p)
         s.settimeout(1)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + ready_timeout
         try:
             while True:
                 try:

@@ -78,8 +78,9 @@ def main():
     for g in r["goals"]:
         if g["pass"] is None and not g["goal"].startswith("per call < 1/3 of bpftrace"):
             fails.append("goal not measured: %s (%s)" % (g["goal"], g["measured"]))
-    if not r["figures"]["attach"]["default"]:
-        fails.append("no attach time")
+    at = r["figures"]["attach"]
+    if not at["default"] or not at["uprobes"]:
+        fails.append("attach times missing: %s" % at)
     for f in fails:
         print("FAIL: " + f)
     print("%d problems" % len(fails))
