@@ -4,13 +4,23 @@
  * (tp_btf sys_enter/sys_exit):
  *   empty   - programs that return at once: the floor any tracer pays here
  *   minagg  - the minimal useful aggregation: entry time in task storage,
- *             count and total time per (pid, syscall nr) in a per-CPU hash
+ *             count and total time per (pid, syscall nr) in a per-CPU hash;
+ *             and per block request, issue time in a hash, count, bytes and
+ *             issue-to-completion time in a per-CPU array
+ *   drain_gen - no program: the agent's system-call window map, for
+ *             bench/drainbench.c to time the agent's flip and drain on
+ *   floor   - empty programs attached by baseline.c to a list of
+ *             tracepoints: the agent's whole default attach set (bench/suite.py)
  *   uprobe  - empty entry and return programs on library functions (attached
  *             by baseline.c): the floor of the agent's library layer
  */
 #include "dc_vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "datacrumbs/syscall.h"
+#include "common.bpf.h"
+
+DC_WINDOW_MAP(drain_gen, struct dc_agg_key, struct dc_agg_val);
 
 struct key {
 	__u32 pid;
@@ -78,6 +88,66 @@ int BPF_PROG(minagg_exit, struct pt_regs *regs, long ret)
 	v->count++;
 	v->time_ns += bpf_ktime_get_ns() - *ts;
 	*ts = 0;
+	return 0;
+}
+
+struct rq_val {
+	__u64 count;
+	__u64 bytes;
+	__u64 time_ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384); /* requests in flight at once */
+	__type(key, __u64);
+	__type(value, __u64);
+} rq_start SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rq_val);
+} rq_agg SEC(".maps");
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(minagg_rq_issue, struct request *rq)
+{
+	__u64 key = (__u64)rq, ts = bpf_ktime_get_ns();
+
+	bpf_map_update_elem(&rq_start, &key, &ts, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(minagg_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
+{
+	__u64 key = (__u64)rq, *ts = bpf_map_lookup_elem(&rq_start, &key);
+	__u32 zero = 0;
+	struct rq_val *v;
+
+	if (!ts)
+		return 0;
+	v = bpf_map_lookup_elem(&rq_agg, &zero);
+	if (v) {
+		v->count++;
+		v->bytes += nr_bytes;
+		v->time_ns += bpf_ktime_get_ns() - *ts;
+	}
+	bpf_map_delete_elem(&rq_start, &key);
+	return 0;
+}
+
+SEC("raw_tp")
+int floor_raw_tp(void *ctx)
+{
+	return 0;
+}
+
+SEC("tracepoint")
+int floor_tp(void *ctx)
+{
 	return 0;
 }
 

@@ -2,7 +2,9 @@
 /* Load one comparison variant of baseline.bpf.c, print "ready", wait for a
  * signal. usage: baseline empty|minagg
  *                baseline uprobe LIBRARY FUNCTION...  (entry and return probes,
- *                on every process) */
+ *                on every process)
+ *                baseline floor POINT...  (an empty program on each point:
+ *                raw:NAME, a raw tracepoint, or tp:GROUP/NAME, a tracepoint) */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +12,7 @@
 
 #include "baseline.skel.h"
 
-#define MAX_LINKS 32 /* two per function; the benchmark probes a handful */
+#define MAX_LINKS 128 /* uprobes: two per function, a handful; floor: the agent's ~40 points */
 
 static int attach_uprobes(struct baseline_bpf *skel, const char *lib, char **funcs, int n,
 			  struct bpf_link **links)
@@ -35,19 +37,52 @@ static int attach_uprobes(struct baseline_bpf *skel, const char *lib, char **fun
 	return k;
 }
 
+static int attach_points(struct baseline_bpf *skel, char **points, int n, struct bpf_link **links)
+{
+	if (n > MAX_LINKS) {
+		fprintf(stderr, "baseline: more than %d attach points\n", MAX_LINKS);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		char *p = points[i], *slash = strchr(p, '/');
+
+		if (!strncmp(p, "raw:", 4))
+			links[i] =
+			    bpf_program__attach_raw_tracepoint(skel->progs.floor_raw_tp, p + 4);
+		else if (!strncmp(p, "tp:", 3) && slash) {
+			*slash = 0;
+			links[i] =
+			    bpf_program__attach_tracepoint(skel->progs.floor_tp, p + 3, slash + 1);
+			*slash = '/';
+		} else {
+			fprintf(stderr,
+				"baseline: bad attach point '%s' (raw:NAME, tp:GROUP/NAME)\n", p);
+			return -1;
+		}
+		if (!links[i]) {
+			fprintf(stderr, "baseline: cannot attach to %s: %m\n", p);
+			return -1;
+		}
+	}
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	struct bpf_link *links[MAX_LINKS] = {};
 	struct baseline_bpf *skel;
-	bool empty, uprobe;
+	bool empty, uprobe, floor;
 	int n_links = 0;
 	sigset_t set;
 	int sig;
 
 	uprobe = argc >= 4 && !strcmp(argv[1], "uprobe");
-	if (!uprobe && (argc != 2 || (strcmp(argv[1], "empty") && strcmp(argv[1], "minagg")))) {
+	floor = argc >= 3 && !strcmp(argv[1], "floor");
+	if (!uprobe && !floor &&
+	    (argc != 2 || (strcmp(argv[1], "empty") && strcmp(argv[1], "minagg")))) {
 		fprintf(stderr, "usage: baseline empty|minagg\n"
-				"       baseline uprobe LIBRARY FUNCTION...\n");
+				"       baseline uprobe LIBRARY FUNCTION...\n"
+				"       baseline floor raw:NAME|tp:GROUP/NAME...\n");
 		return 2;
 	}
 	empty = !strcmp(argv[1], "empty");
@@ -60,13 +95,18 @@ int main(int argc, char **argv)
 		return 1;
 	bpf_program__set_autoload(skel->progs.empty_enter, empty);
 	bpf_program__set_autoload(skel->progs.empty_exit, empty);
-	bpf_program__set_autoload(skel->progs.minagg_enter, !empty && !uprobe);
-	bpf_program__set_autoload(skel->progs.minagg_exit, !empty && !uprobe);
+	bpf_program__set_autoload(skel->progs.minagg_enter, !empty && !uprobe && !floor);
+	bpf_program__set_autoload(skel->progs.minagg_exit, !empty && !uprobe && !floor);
+	bpf_program__set_autoload(skel->progs.minagg_rq_issue, !empty && !uprobe && !floor);
+	bpf_program__set_autoload(skel->progs.minagg_rq_complete, !empty && !uprobe && !floor);
+	bpf_program__set_autoload(skel->progs.floor_raw_tp, floor);
+	bpf_program__set_autoload(skel->progs.floor_tp, floor);
 	bpf_program__set_autoload(skel->progs.empty_uprobe, uprobe);
 	bpf_program__set_autoload(skel->progs.empty_uretprobe, uprobe);
 	if (baseline_bpf__load(skel) ||
-	    (uprobe ? (n_links = attach_uprobes(skel, argv[2], argv + 3, argc - 3, links)) < 0
-		    : baseline_bpf__attach(skel) != 0)) {
+	    (uprobe  ? (n_links = attach_uprobes(skel, argv[2], argv + 3, argc - 3, links)) < 0
+	     : floor ? (n_links = attach_points(skel, argv + 2, argc - 2, links)) < 0
+		     : baseline_bpf__attach(skel) != 0)) {
 		fprintf(stderr, "baseline: cannot load or attach\n");
 		for (int i = 0; i < MAX_LINKS; i++)
 			bpf_link__destroy(links[i]);

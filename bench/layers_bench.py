@@ -131,15 +131,34 @@ class Bench:
         cmd = [os.path.join(self.build, "bench/baseline"), variant]
         if variant == "empty-uprobe":
             cmd = cmd[:1] + ["uprobe", arg, "pread64", "pwrite64"]
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        elif isinstance(arg, list):
+            cmd += arg  # floor: its attach points
+        return self.start_cmd(cmd)
+
+    def start_cmd(self, cmd, env=None, timeout=120):
+        """Start a tracer that prints "ready" once attached (baseline,
+        bpftrace, BCC). Its output goes to a file, never to a pipe nobody
+        reads (bpftrace prints its maps at exit)."""
+        out = os.path.join(self.tmp, "tracer.out")
+        with open(out, "w") as of:
+            p = subprocess.Popen(cmd, stdout=of, stderr=subprocess.STDOUT, text=True, env=env)
         self.live.append(p)
-        if "ready" not in p.stdout.readline():
-            self.stop(p)
-            raise RuntimeError("bench/baseline %s did not start" % variant)
+        deadline = time.monotonic() + timeout
+        while True:
+            with open(out) as f:
+                text = f.read()
+            if "ready" in text.split():
+                break
+            if p.poll() is not None or time.monotonic() > deadline:
+                self.stop(p)
+                lines = [l.strip() for l in text.splitlines() if l.strip()]
+                raise RuntimeError("%s did not start: %s" % (
+                    os.path.basename(cmd[0]), lines[-1] if lines else "exit status %s" % p.returncode))
+            time.sleep(0.05)
         p.dc_ids = prog_ids_of(p.pid)
         return p
 
-    def start_agent(self, conf_text):
+    def start_agent(self, conf_text, ready_timeout=60):
         """Start the agent; (process, records path) once it notified READY=1,
         (None, reason) if it exited first."""
         sock_path = os.path.join(self.tmp, "notify")
@@ -161,7 +180,7 @@ class Bench:
                                   "-o", out], env=env, stderr=ef)
         self.live.append(p)
         s.settimeout(1)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + ready_timeout
         try:
             while True:
                 try:
@@ -499,16 +518,16 @@ class Ext4:
     """An ext4 file system on a loop device over an image in /var/tmp; close()
     undoes whatever part of it exists."""
 
-    def __init__(self, mib, where):
+    def __init__(self, mib, where, inodes=None):
         self.img = self.loop = self.mnt = None
         self.dio = self.mounted = False
         try:
-            self._setup(mib, where)
+            self._setup(mib, where, inodes)
         except BaseException:
             self.close()
             raise
 
-    def _setup(self, mib, where):
+    def _setup(self, mib, where, inodes):
         fd, self.img = tempfile.mkstemp(prefix="dc-layers-bench-", suffix=".img", dir=where)
         os.close(fd)
         size = (2 * mib + 512) << 20
@@ -516,7 +535,8 @@ class Ext4:
             raise RuntimeError("not enough space in %s for a %d MiB image" % (where, size >> 20))
         os.truncate(self.img, size)
         # no lazy init: ext4lazyinit would write inode tables during the runs
-        sh("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", self.img)
+        sh("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0",
+           *(["-N", str(inodes)] if inodes else []), self.img)
         try:
             self.loop = sh("losetup", "-f", "--show", "--direct-io=on", self.img)
         except subprocess.CalledProcessError:

@@ -5,13 +5,5 @@
 #   (--rounds R, --ops N, --parts layers,ext4, --ext4-rounds R, --ext4-mib M,
 #    --ext4-dirs /var/tmp,/dev/shm, --only c1,c2; default build dir: build/)
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
-build="$top/build"
-if [ "${1:-}" = "--build" ]; then
-  build=$2
-  shift 2
-fi
-bash "$top/packaging/install-deps.sh" build test bench
-[ -f "$build/build.ninja" ] || meson setup "$build" "$top" >/dev/null
-ninja -C "$build" >/dev/null
+source "$(dirname "$0")/prepare.sh"
 exec python3 "$top/bench/layers_bench.py" "$build" "$@"

@@ -20,6 +20,9 @@ test_pkgs+=(debootstrap systemd-container ansible python3-yaml procps)
 # chromium: the flame-graph SVG is rendered headless and screenshotted (tests/bpf/test_stacks.py)
 test_pkgs+=(chromium)
 bench_pkgs=(bpftrace e2fsprogs mount)  # mount: losetup; e2fsprogs: mkfs.ext4 (layers_bench.py)
+# BCC, the original DataCrumbs' technology, compared in bench/suite.py; it compiles at run
+# time against kernel headers: Debian's stock ones when the running kernel has none
+bench_pkgs+=(python3-bpfcc "linux-headers-$(dpkg --print-architecture)")
 # rpm: rpmbuild and rpm -qlp; elfutils: eu-strip for rpm's debuginfo split; debootstrap and
 # systemd-container: a Debian root booted by systemd-nspawn runs the unit under a real systemd
 package_pkgs=(debhelper dpkg-dev fakeroot lintian rpm rpmlint elfutils debootstrap systemd-container)

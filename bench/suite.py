@@ -1,0 +1,628 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The benchmark suite (issue 7): every workload under every tracer in one
+run, then the agent's own figures, then the goals against baselines measured
+in the same run.
+
+Workloads (bench/workloads.c): 4 KiB pwrite/pread on tmpfs (pinned to CPU 1:
+the worst case per call); on ext4 on a loop device, 1 MiB sequential buffered
+write (fsync timed), buffered read (the file's pages evicted first), O_DIRECT
+write and read; a metadata storm (create, stat, unlink of N files on the
+ext4); two threads running all of them ("mixed").
+
+Configurations, one after the other in every round, the order reversed every
+other round; each runs all the workloads under one start of its tracer:
+  none           no tracer
+  empty          empty programs on every attach point of the agent's default
+                 set (found from a default agent at start: bpftool perf show)
+  minagg         minimal aggregation: count and time per (pid, syscall) and
+                 per block request (bench/baseline.bpf.c)
+  default        datacrumbs, default configuration
+  all-layers     datacrumbs with every layer: files at file granularity,
+                 every VFS category, page cache, block, io_uring, and libc
+                 uprobes (read, write, pread*, pwrite*); its 4 KiB loop runs
+                 a tenth of the calls (uprobe traps cost tens of us)
+  traces-1pct    default + traces at 1 in 100, no rate limit
+  traces-100pct  default + traces of every call, no rate limit
+  bpftrace       the same aggregation as minagg, in bpftrace
+  bcc            the same, in BCC (python3-bpfcc, bench/bcc_agg.py)
+A configuration that cannot run here prints its reason in its rows.
+
+Tables: per workload, median ns per call, ns added (median of the per-round
+differences to none) with p25..p75, added / minagg's, and % throughput lost
+(median of the per-round losses against none). Figures: agent CPU and RSS
+(its own agent records), drain time of 1k/10k/100k keys (bench/drainbench:
+the agent's flip and drain code), attach time (exec to READY=1) of the
+default set and of a thousand libc functions. Goals: PASS/FAIL with the
+ratios of this run.
+
+usage: suite.py BUILD_DIR [--quick] [--rounds R] [--only c1,c2]
+                [--quiet-budget S] [--json FILE]
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import layers_bench as lb  # noqa: E402  (tracer start/stop, ext4 loop device, quiet node)
+from syscall_bench import BPFTRACE  # noqa: E402  (the per-(pid, syscall) aggregation)
+from traces_bench import CONFIGS as TRACES  # noqa: E402  (traces at 1% and 100%)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+BPFTRACE_BLOCK = r"""
+tracepoint:block:block_rq_issue { @rq[args->dev, args->sector] = nsecs; }
+tracepoint:block:block_rq_complete /@rq[args->dev, args->sector]/ {
+  @blk_count[args->dev] = count();
+  @blk_bytes[args->dev] = sum(args->nr_sector * 512);
+  @blk_time[args->dev] = sum(nsecs - @rq[args->dev, args->sector]);
+  delete(@rq[args->dev, args->sector]);
+}
+"""
+
+# (name, description, sizes key); MiB/s style workloads report throughput lost
+WORKLOADS = [
+    ("tmpfs-4k", "4 KiB pwrite/pread on tmpfs, pinned to CPU 1"),
+    ("buffered-write", "1 MiB sequential buffered writes on ext4, fsync timed"),
+    ("buffered-read", "1 MiB sequential buffered reads on ext4, file evicted first"),
+    ("direct-write", "1 MiB sequential O_DIRECT writes on ext4"),
+    ("direct-read", "1 MiB sequential O_DIRECT reads on ext4"),
+    ("metadata", "create (openat+close), stat, unlink of every file, on ext4"),
+    ("mixed", "two threads, each running all the above on its own files"),
+]
+STREAMS = ("buffered-write", "buffered-read", "direct-write", "direct-read")
+
+SIZES = {  # full, quick
+    "calls": (500000, 20000), "mib": (256, 8), "files": (100000, 2000),
+    "mix_calls": (100000, 10000), "mix_mib": (64, 4), "mix_files": (10000, 500),
+}
+
+TRACES_DIR = '"@TMP@/traces"'
+
+
+def agent_configs():
+    libc = lb.libc_path()
+    every = ('probes = { files = { granularity = "file"; };'
+             ' vfs = { categories = "vfs,ext4,xfs,nfs,fuse,iomap,file_cache,page_cache,bio"; };'
+             ' %s };\n' % (lb.LIBC % libc if libc else "")) + lb.TRACES_ON
+    return {
+        "default": lb.TRACES_ON,
+        "all-layers": every,
+        # the default ring for 1%; 64 MiB at 100%, so that the ring keeps up
+        "traces-1pct": TRACES["1pct"] % {"ring": 8, "dir": "@TMP@/traces"},
+        "traces-100pct": TRACES["all"] % {"ring": 64, "dir": "@TMP@/traces"},
+    }
+
+
+CONFIGS = ["none", "empty", "minagg", "default", "all-layers", "traces-1pct", "traces-100pct",
+           "bpftrace", "bcc"]
+SCALE = {"all-layers": 0.1}  # share of the 4 KiB loop's calls (uprobe traps)
+
+
+def med(v):
+    return statistics.median(v) if v else float("nan")
+
+
+# --- setting up the comparison tracers ---------------------------------------
+
+def default_attach_points(b):
+    """The attach points of a default agent, as bench/baseline floor takes
+    them: raw:NAME for raw tracepoints (tp_btf, raw_tp) and tp:GROUP/NAME for
+    tracepoints, from the kernel's list of the agent's perf events."""
+    p, _ = b.start("default", "agent", lb.TRACES_ON)
+    try:
+        perf = json.loads(lb.sh("bpftool", "perf", "show", "-j"))
+    finally:
+        b.stop(p)
+    points = []
+    for e in perf:
+        if e.get("pid") != p.pid or "tracepoint" not in e:
+            continue
+        name = e["tracepoint"]
+        if e.get("fd_type") == "raw_tracepoint":
+            points.append("raw:" + name)
+            continue
+        groups = glob.glob("/sys/kernel/tracing/events/*/%s" % name) or \
+            glob.glob("/sys/kernel/debug/tracing/events/*/%s" % name)
+        if groups:
+            points.append("tp:%s/%s" % (os.path.basename(os.path.dirname(groups[0])), name))
+    return sorted(set(points))
+
+
+def bcc_setup(tmp):
+    """(command, environment) for bench/bcc_agg.py, or (None, reason)."""
+    if subprocess.run(["/usr/bin/python3", "-c", "import bcc"], capture_output=True).returncode:
+        return None, "python3-bpfcc not installed (packaging/install-deps.sh bench)"
+    env = dict(os.environ)
+    rel = os.uname().release
+    if not os.path.isdir("/lib/modules/%s/build" % rel):
+        # no headers of the running kernel (and no kheaders): Debian's stock
+        # headers, the common and the arch tree merged as BCC expects one tree
+        common = sorted(glob.glob("/usr/src/linux-headers-*-common"))
+        if not common:
+            return None, ("no kernel headers: neither /lib/modules/%s/build nor Debian's "
+                          "linux-headers (packaging/install-deps.sh bench)" % rel)
+        ver = os.path.basename(common[-1])[len("linux-headers-"):-len("-common")]
+        arch = [d for d in glob.glob("/usr/src/linux-headers-%s-*" % ver)
+                if not d.endswith(("-common", "-common-rt")) and "-rt-" not in d
+                and "-cloud-" not in d]
+        if not arch:
+            return None, "no arch headers next to %s" % common[-1]
+        tree = os.path.join(tmp, "kheaders-" + ver)
+        if not os.path.isdir(tree):
+            os.makedirs(tree)
+            subprocess.run(["cp", "-rs", common[-1] + "/.", tree + "/"], check=True)
+            subprocess.run(["cp", "-rsf", arch[0] + "/.", tree + "/"], check=True)
+        env["BCC_KERNEL_SOURCE"] = tree
+    return ["/usr/bin/python3", os.path.join(HERE, "bcc_agg.py")], env
+
+
+# --- one configuration's run of every workload -------------------------------
+
+def run_workloads(b, fs, shm, sz, scale=1.0):
+    """{workload: (calls, bytes, ns)} for every workload, in order."""
+    exe = os.path.join(b.build, "bench/workloads")
+
+    def w(*args, pin=False):
+        cmd = ([exe] + [str(x) for x in args])
+        if pin and shutil.which("taskset"):
+            cmd = ["taskset", "-c", "1"] + cmd
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode:
+            raise RuntimeError("workloads %s: %s" % (args[0], out.stderr.strip()))
+        c, by, ns = out.stdout.split()
+        return int(c), int(by), int(ns)
+
+    res = {}
+    calls = max(1000, int(sz["calls"] * scale) // 2 * 2)
+    res["tmpfs-4k"] = w("tmpfs4k", os.path.join(shm, "f"), calls, pin=True)
+    seq, dio = os.path.join(fs.mnt, "seq"), os.path.join(fs.mnt, "dio")
+    res["buffered-write"] = w("write", seq, sz["mib"])
+    res["buffered-read"] = w("read", seq, sz["mib"])
+    os.unlink(seq)
+    res["direct-write"] = w("write", dio, sz["mib"], "direct")
+    res["direct-read"] = w("read", dio, sz["mib"], "direct")
+    os.unlink(dio)
+    mdir = os.path.join(fs.mnt, "meta")
+    os.mkdir(mdir)
+    res["metadata"] = w("meta", mdir, sz["files"])
+    os.rmdir(mdir)
+    res["mixed"] = w("mixed", shm, fs.mnt, max(1000, int(sz["mix_calls"] * scale) // 2 * 2),
+                     sz["mix_mib"], sz["mix_files"])
+    return res
+
+
+def agent_cost(out, t1=None, t2=None):
+    """CPU and RSS from the agent's own agent records (windows within
+    [t1, t2] microseconds of wall time when given)."""
+    recs = lb.records(out, "agent")
+    inside = [x for x in recs if t1 is None or (x["ts_start"] >= t1 and x["ts_end"] <= t2)]
+    wall = sum(x["duration_us"] for x in inside)
+    return {"user_us": sum(x["cost"]["cpu_user_us"] for x in inside),
+            "sys_us": sum(x["cost"]["cpu_sys_us"] for x in inside),
+            "wall_us": wall, "windows": len(inside),
+            "rss_kib": max((x["cost"]["rss_kib"] for x in recs), default=0),
+            "drain_us": [x["cost"]["drain_us"] for x in inside],
+            "keys": [x["keys"] for x in inside],
+            "probes": lb.mechanisms(recs)[0]}
+
+
+# --- figures ------------------------------------------------------------------
+
+def steady_cpu(b, shm, seconds):
+    """The default agent while the 4 KiB loop runs for `seconds`: its user and
+    system CPU share over the windows wholly inside, and the loop's calls/s."""
+    exe = os.path.join(b.build, "bench/workloads")
+    p, out = b.start("default", "agent", lb.TRACES_ON)
+    t1 = time.time() * 1e6
+    n = ns = 0
+    while time.time() * 1e6 - t1 < seconds * 1e6:
+        r = subprocess.run(["taskset", "-c", "1", exe, "tmpfs4k", os.path.join(shm, "s"), "200000"],
+                           capture_output=True, text=True, check=True).stdout.split()
+        n += int(r[0])
+        ns += int(r[2])
+    t2 = time.time() * 1e6
+    b.stop(p)
+    c = agent_cost(out, t1, t2)
+    c["calls_per_s"] = n / (ns / 1e9)
+    return c
+
+
+def drain_times(b, keys, reps):
+    """{(keys, layout): [(flip us, drain us)]} from bench/drainbench."""
+    res = {}
+    for k in keys:
+        for layout in ("percpu", "shared"):
+            out = subprocess.run([os.path.join(b.build, "bench/drainbench"), str(k), layout,
+                                  str(reps)], capture_output=True, text=True)
+            if out.returncode:
+                res[(k, layout)] = out.stderr.strip() or "exit status %d" % out.returncode
+                continue
+            res[(k, layout)] = [(int(x.split()[3]), int(x.split()[4]))
+                                for x in out.stdout.splitlines()]
+    return res
+
+
+# functions that do not return the ordinary way (or return twice): a return
+# probe there would disturb every process on the node for the measurement
+NO_RETURN = ("fork", "clone", "context", "jmp", "exit", "abort", "exec", "spawn",
+             "pthread_create", "__libc_start", "_dl_")
+
+
+def libc_functions(n):
+    """n libc functions, one name per address (the agent probes aliases once),
+    none that would not return normally."""
+    libc = lb.libc_path()
+    out = lb.sh("nm", "-D", "--defined-only", libc)
+    addrs, first = {}, {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] in ("T", "W"):
+            name = f[2].split("@")[0]
+            addrs.setdefault(name, set()).add(f[0])
+            first.setdefault(f[0], name)
+    # a name with versions at several addresses would be probed at each
+    names = [x for a, x in first.items() if len(addrs[x]) == 1 and
+             x.replace("_", "a").isalnum() and not any(y in x.lower() for y in NO_RETURN)]
+    return libc, names[:n]
+
+
+def ready_ms(b, conf):
+    """(agent exec to READY=1 in ms, its stop in ms), or (None, reason)."""
+    t0 = time.monotonic()
+    p, out = b.start_agent(conf, ready_timeout=600)
+    t = (time.monotonic() - t0) * 1e3
+    if p is None:
+        return None, out
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    p.wait(1200)  # detaching thousands of uprobes takes minutes: measured, not cut short
+    stop = (time.monotonic() - t0) * 1e3
+    b.stop(p)
+    return t, stop
+
+
+def attach_times(b, reps, nfuncs):
+    """READY times of the default set (reps times), then once of the default
+    set plus entry and return uprobes on nfuncs functions of a private copy
+    of libc: uprobes belong to the file (inode), so no process runs into
+    them and the figure is the attach itself, not the node slowed by traps
+    in malloc. The stop of that agent (detaching them) is timed too."""
+    res = {"default": [], "default_stop": [], "uprobes": None, "uprobes_stop": None,
+           "nfuncs": 0, "why": None}
+    libc, names = libc_functions(nfuncs)
+    copy = os.path.join(b.tmp, "libc-copy.so")
+    shutil.copyfile(libc, copy)
+    res["nfuncs"] = len(names)
+    # several entries for the one library: a pattern list holds 4 KiB of text
+    chunks, cur = [], []
+    for x in names:
+        if sum(len(y) + 1 for y in cur) + len(x) + 1 > 4000:
+            chunks.append(cur)
+            cur = []
+        cur.append(x)
+    chunks.append(cur)
+    lib = ('probes = { libraries = ( %s ); };\nmaps = { library_max_functions = %d; };\n'
+           % (", ".join('{ path = "%s"; category = "libc"; functions = [%s]; }'
+                        % (copy, ", ".join('"%s"' % x for x in c)) for c in chunks),
+              max(512, len(names))))
+    for _ in range(reps):
+        t, stop = ready_ms(b, lb.TRACES_ON)
+        if t is None:
+            res["why_default"] = stop
+        else:
+            res["default"].append(t)
+            res["default_stop"].append(stop)
+    t, stop = ready_ms(b, lb.TRACES_ON + lib)
+    if t is None:
+        res["why"] = stop
+    else:
+        res["uprobes"], res["uprobes_stop"] = t, stop
+    return res
+
+
+# --- report --------------------------------------------------------------------
+
+def report(a, configs, not_run, runs, figures):
+    rounds = len(runs["none"])
+    tables = {}
+    for wl, desc in WORKLOADS:
+        n0 = runs["none"]
+        c0, by0, _ = n0[0][wl]
+        unit = "%d MiB per phase" % (by0 >> 20) if wl in STREAMS else "%d calls" % c0
+        print("\n[%s] %s; %s; %d rounds; medians" % (wl, desc, unit, rounds))
+        print("%-14s %10s %10s %15s %8s %10s" % ("config", "ns/call", "added ns", "p25..p75",
+                                                "/minagg", "tput lost"))
+        rows = {}
+        for c in configs:
+            if c in not_run:
+                print("%-14s not run: %s" % (c, not_run[c]))
+                rows[c] = {"not_run": not_run[c]}
+                continue
+            nsc = [r[wl][2] / r[wl][0] for r in runs[c]]
+            base = [r[wl][2] / r[wl][0] for r in n0]
+            added = [x - y for x, y in zip(nsc, base)]
+            # throughput: calls per second (bytes per second for the streams:
+            # the same ratio, calls are fixed size)
+            lost = [(1 - y / x) * 100 for x, y in zip(nsc, base)]
+            rows[c] = {"ns_per_call": med(nsc), "added_ns": med(added),
+                       "added_iqr": (lb.q(added, .25), lb.q(added, .75)),
+                       "lost_pct": med(lost), "lost_iqr": (lb.q(lost, .25), lb.q(lost, .75))}
+        m = rows.get("minagg", {}).get("added_ns")
+        for c in configs:
+            r = rows[c]
+            if "not_run" in r:
+                continue
+            r["per_minagg"] = r["added_ns"] / m if m and m > 0 and c != "none" else None
+            print("%-14s %10.1f %10.1f %15s %8s %9.2f%%" % (
+                c, r["ns_per_call"], r["added_ns"],
+                "%.0f..%.0f" % r["added_iqr"] if c != "none" else "-",
+                "%.2fx" % r["per_minagg"] if r["per_minagg"] else "-", r["lost_pct"]))
+        tables[wl] = rows
+    print("added = median over rounds of (ns/call - none's in the same round); tput lost = "
+          "median of 1 - none's time / this time, per round")
+
+    f = figures
+    print("\n[agent] the default agent's own agent records")
+    st = f.get("steady")
+    if st:
+        cps = st["calls_per_s"]
+        us, ss = st["user_us"] / st["wall_us"] * 100, st["sys_us"] / st["wall_us"] * 100
+        print("4 KiB loop at %.0f calls/s, %d windows: user %.3f%% + sys %.3f%% of a core; "
+              "per million calls/s: user %.3f%%, user+sys %.3f%%"
+              % (cps, st["windows"], us, ss, us / (cps / 1e6), (us + ss) / (cps / 1e6)))
+    for c, v in f.get("suite_cost", {}).items():
+        print("%-14s over the workloads: user+sys %.3f%% of a core (median of rounds), "
+              "RSS max %d KiB" % (c, med(v["share"]) * 100, max(v["rss"])))
+    print("\n[drain] the agent's flip and drain (agent/winmap.c, agent/drain.c) on N keys of "
+          "its system-call window map, %d repetitions, medians" % f["drain_reps"])
+    print("%8s %8s %12s %10s %10s" % ("keys", "layout", "max_entries", "flip ms", "drain ms"))
+    for (k, layout), v in f["drain"].items():
+        if isinstance(v, str):
+            print("%8d %8s not run: %s" % (k, layout, v))
+            continue
+        print("%8d %8s %12d %10.2f %10.2f" % (k, layout, 1 << (k - 1).bit_length(),
+                                              med([x[0] for x in v]) / 1e3,
+                                              med([x[1] for x in v]) / 1e3))
+    at = f["attach"]
+    print("\n[attach] agent exec to READY=1, %d repetitions, medians" % len(at["default"]))
+    print("default probe set: %.0f ms (stop: %.0f ms)" % (med(at["default"]),
+                                                         med(at["default_stop"])))
+    if at["uprobes"]:
+        print("default + uprobes on %d functions of a copy of libc (entry and return), once: "
+              "%.0f ms (+%.0f ms); its stop (detaching them): %.1f s"
+              % (at["nfuncs"], at["uprobes"], at["uprobes"] - med(at["default"]),
+                 at["uprobes_stop"] / 1e3))
+    else:
+        print("default + uprobes on %d libc functions: not run: %s" % (at["nfuncs"], at["why"]))
+    print("fentry/kprobe attach: not measured here (this kernel refuses fentry and has no "
+          "kprobes)")
+
+    goals = []
+
+    def goal(name, value, text, ok, note=None):
+        goals.append({"goal": name, "measured": text, "pass": ok, "value": value, "note": note})
+
+    def added_iqr(c):
+        lo, hi = tables["tmpfs-4k"][c]["added_iqr"]
+        return "default's added ns p25..p75: %.0f..%.0f" % (lo, hi)
+
+    t4 = tables["tmpfs-4k"]
+
+    def added(c):
+        r = t4.get(c, {})
+        return r.get("added_ns")
+    d, mg, bt = added("default"), added("minagg"), added("bpftrace")
+    if d is not None and mg and mg > 0:
+        goal("per call <= 1.25x the minimal aggregation (tmpfs-4k)", d / mg,
+             "%.2fx (%.0f / %.0f ns)" % (d / mg, d, mg), d / mg <= 1.25, added_iqr("default"))
+    else:
+        goal("per call <= 1.25x the minimal aggregation (tmpfs-4k)", None,
+             "not measured: %s" % not_run.get("minagg", "minagg added nothing"), None)
+    if d is not None and bt and bt > 0:
+        goal("per call < 1/3 of bpftrace's (tmpfs-4k)", d / bt,
+             "%.2fx (%.0f / %.0f ns)" % (d / bt, d, bt), d / bt < 1 / 3, added_iqr("default"))
+    else:
+        goal("per call < 1/3 of bpftrace's (tmpfs-4k)", None,
+             "not measured: %s" % not_run.get("bpftrace", "bpftrace added nothing"), None)
+    for wl in STREAMS:
+        r = tables[wl].get("default", {})
+        if "lost_pct" in r:
+            lo, hi = r["lost_iqr"]
+            # a spread wider than twice the goal cannot tell 0.5% from 0
+            goal("throughput lost < 0.5%% (%s)" % wl, r["lost_pct"],
+                 "%.2f%% [%.1f..%.1f]" % (r["lost_pct"], lo, hi),
+                 None if hi - lo > 1.0 else r["lost_pct"] < 0.5)
+    if st:
+        v = st["user_us"] / st["wall_us"] * 100 / (st["calls_per_s"] / 1e6)
+        goal("agent user CPU < 1% of a core at 1M calls/s", v, "%.3f%%" % v, v < 1)
+    rss = max(f.get("suite_cost", {}).get("default", {}).get("rss", []) +
+              ([st["rss_kib"]] if st else []), default=None)
+    if rss:
+        goal("agent RSS < 32 MiB (default configuration)", rss, "%.1f MiB" % (rss / 1024),
+             rss < 32768)
+    for layout in ("percpu", "shared"):
+        v = f["drain"].get((max(f["drain_keys"]), layout))
+        if isinstance(v, list):
+            ms = med([x[1] for x in v]) / 1e3
+            goal("%d keys drained < 20 ms (%s map)" % (max(f["drain_keys"]), layout), ms,
+                 "%.1f ms (+ %.1f ms flip)" % (ms, med([x[0] for x in v]) / 1e3), ms < 20)
+    if at["default"]:
+        v = med(at["default"])
+        goal("READY within 500 ms, default set", v, "%.0f ms" % v, v < 500)
+    print("\n[goals] ratios and figures of this run%s" % (
+        " (--quick: one round of small workloads, a smoke run, not a measurement)"
+        if a.quick else ""))
+    print("%-52s %-30s %s" % ("goal", "measured", "result"))
+    for g in goals:
+        verdict = ("PASS" if g["pass"] else "FAIL" if g["pass"] is not None else
+                   "NOT RESOLVED (spread)" if g["value"] is not None else "NOT MEASURED")
+        print("%-52s %-30s %s%s" % (g["goal"], g["measured"], verdict,
+                                    "  (%s)" % g["note"] if g["note"] else ""))
+    print("NOT RESOLVED: the per-round losses' p25..p75 (in brackets) is wider than twice the "
+          "goal, so this run cannot tell a 0.5% loss from none")
+    return tables, goals
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--quick", action="store_true", help="a short smoke run: small workloads, "
+                    "one round, no waiting for other tracers")
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--only", default="", help="configurations (none is always in)")
+    ap.add_argument("--quiet-budget", type=float,
+                    help="seconds to wait in all for other people's tracing programs to unload "
+                         "(default 60, quick 0); once spent, samples are not retaken")
+    ap.add_argument("--json", help="write the results here too")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("suite: run as root")
+    for tool in ("taskset", "bpftool", "mkfs.ext4", "losetup", "nm"):
+        if not shutil.which(tool):
+            sys.exit("suite: %s not found (packaging/install-deps.sh build test bench)" % tool)
+    qi = 1 if a.quick else 0
+    sz = {k: v[qi] for k, v in SIZES.items()}
+    rounds = a.rounds or (1 if a.quick else 5)
+    budget = a.quiet_budget if a.quiet_budget is not None else (0 if a.quick else 60)
+    configs = CONFIGS if not a.only else ["none"] + [c for c in CONFIGS
+                                                     if c in a.only.split(",") and c != "none"]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("suite: terminated"))
+    tmp = tempfile.mkdtemp(prefix="dc-suite-")
+    shm = tempfile.mkdtemp(prefix="dc-suite-", dir="/dev/shm")
+    b = lb.Bench(a.build, tmp)
+    t_start = time.monotonic()
+    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    print("datacrumbs benchmark suite%s: %s, kernel %s, %d CPUs, load average %.2f, commit %s"
+          % (" (quick)" if a.quick else "", time.strftime("%Y-%m-%d %H:%M:%S %z"),
+             os.uname().release, os.cpu_count(), lb.loadavg(), commit), flush=True)
+    fs = None
+    try:
+        # what each tracer needs, or why it cannot run here
+        not_run, spec = {}, {}
+        agents = agent_configs()
+        for c in configs:
+            if c in agents:
+                spec[c] = ("agent", agents[c])
+        if "empty" in configs:
+            points = default_attach_points(b)
+            print("empty: %d attach points of the default agent: %s"
+                  % (len(points), " ".join(points)))
+            spec["empty"] = ("cmd", [os.path.join(a.build, "bench/baseline"), "floor"] + points,
+                             None)
+        if "minagg" in configs:
+            spec["minagg"] = ("cmd", [os.path.join(a.build, "bench/baseline"), "minagg"], None)
+        if "bpftrace" in configs:
+            if shutil.which("bpftrace"):
+                spec["bpftrace"] = ("cmd", ["bpftrace", "-e", BPFTRACE + BPFTRACE_BLOCK], None)
+            else:
+                not_run["bpftrace"] = "bpftrace not installed (packaging/install-deps.sh bench)"
+        if "bcc" in configs:
+            cmd, env = bcc_setup(tmp)
+            if cmd:
+                spec["bcc"] = ("cmd", cmd, env)
+            else:
+                not_run["bcc"] = env
+        fs = lb.Ext4(max(2 * sz["mib"], 4 * sz["mix_mib"]), "/var/tmp",
+                     inodes=sz["files"] + 2 * sz["mix_files"] + 1024)
+
+        def start(c):
+            kind = spec.get(c, ("none",))
+            if kind[0] == "agent":
+                return b.start(c, "agent", kind[1])
+            if kind[0] == "cmd":
+                return b.start_cmd(kind[1], env=kind[2]), None
+            return None, None
+
+        # warm-up (first allocations, the journal) and a check that each tracer starts
+        run_workloads(b, fs, shm, sz, 0.1)
+        for c in configs:
+            if c in not_run or c == "none":
+                continue
+            try:
+                p, out = start(c)
+                b.stop(p)
+                if out:
+                    print("%s: %s" % (c, " ".join("%s=%s" % kv for kv in
+                                                  agent_cost(out)["probes"].items())))
+            except RuntimeError as e:
+                not_run[c] = str(e)
+        active = [c for c in configs if c not in not_run]
+        runs = {c: [] for c in active}
+        suite_cost = {}
+        foreign = []
+        quiet = lb.Quiet(budget)
+        for r in range(rounds):
+            order = active if r % 2 == 0 else list(reversed(active))
+            for c in order:
+                def take():
+                    p, out = start(c)
+                    ids = p.dc_ids if p else set()
+                    fp = lb.foreign_progs(ids)
+                    res = run_workloads(b, fs, shm, sz, SCALE.get(c, 1.0))
+                    fp += lb.foreign_progs(ids)
+                    b.stop(p)
+                    return ((res, out), fp), ids
+                if quiet.waited < budget:
+                    (res, out), fp = quiet.sample(take)
+                else:  # budget spent: record what was loaded, do not retake
+                    ((res, out), fp), _ = take()
+                runs[c].append(res)
+                if fp:
+                    foreign.append((r + 1, c, fp))
+                if out:
+                    cost = agent_cost(out)
+                    v = suite_cost.setdefault(c, {"share": [], "rss": []})
+                    v["share"].append((cost["user_us"] + cost["sys_us"]) / cost["wall_us"])
+                    v["rss"].append(cost["rss_kib"])
+                    os.unlink(out)
+                    shutil.rmtree(os.path.join(tmp, "traces"), ignore_errors=True)
+            print("round %d (%.0f s, load %.2f): %s" % (
+                r + 1, time.monotonic() - t_start, lb.loadavg(), "  ".join(
+                    "%s %.0f" % (c, runs[c][-1]["tmpfs-4k"][2] / runs[c][-1]["tmpfs-4k"][0])
+                    for c in active)), flush=True)
+
+        figures = {"suite_cost": suite_cost}
+        quiet.wait()
+        figures["steady"] = steady_cpu(b, shm, 2.5 if a.quick else 4.5)
+        figures["drain_keys"] = [1000, 10000, 100000]
+        figures["drain_reps"] = 1 if a.quick else 5
+        figures["drain"] = drain_times(b, figures["drain_keys"], figures["drain_reps"])
+        figures["attach"] = attach_times(b, 1 if a.quick else 5, 20 if a.quick else 1000)
+        tables, goals = report(a, configs, not_run, runs, figures)
+        if foreign:
+            print("\nruns with someone else's tracing programs loaded: %d of %d" %
+                  (len(foreign), rounds * len(active)))
+            for r, c, fp in foreign[:8]:
+                print("  round %d %s: %s" % (r, c, " ".join(fp[:6])))
+        else:
+            print("\nno foreign tracing programs were loaded during any run")
+        print("waited %.0f s for other people's tracing programs; whole run %.0f s"
+              % (quiet.waited, time.monotonic() - t_start))
+        result = {"commit": commit, "kernel": os.uname().release, "sizes": sz, "rounds": rounds,
+                  "not_run": not_run, "tables": tables, "goals": goals,
+                  "runs": runs, "foreign": foreign,
+                  "figures": {k: (v if k != "drain" else {"%d %s" % kk: vv for kk, vv in v.items()})
+                              for k, v in figures.items()}}
+        path = a.json or os.path.join(tmp, "result.json")
+        with open(path, "w") as fh:
+            json.dump(result, fh)
+        print("raw results: %s" % path)
+    finally:
+        b.stop_all()
+        if fs:
+            fs.close()
+        shutil.rmtree(shm, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

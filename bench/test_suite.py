@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The benchmark suite runs end to end (bench/suite.py --quick) and prints
+well-formed tables: every workload has a row per configuration, each with
+numbers or the reason it did not run; the project's own tracers (baselines
+and agents) must have run; every goal has a measured value and a verdict.
+No speed goal is checked here: the verdicts are the suite's to print.
+usage: test_suite.py BUILD_DIR"""
+import json
+import math
+import re
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import suite  # noqa: E402
+
+OPTIONAL = {"bpftrace", "bcc"}  # other packages (install-deps.sh bench); a reason if absent
+
+
+def number(s):
+    try:
+        return math.isfinite(float(s))
+    except ValueError:
+        return False
+
+
+def main():
+    if os.geteuid() != 0:
+        print("test_suite: needs root (BPF)")
+        sys.exit(77)
+    fails = []
+    with tempfile.TemporaryDirectory() as d:
+        js = os.path.join(d, "r.json")
+        p = subprocess.run([sys.executable, suite.__file__, sys.argv[1], "--quick", "--json", js],
+                           capture_output=True, text=True, timeout=540)
+        print(p.stdout)
+        if p.returncode:
+            sys.exit("suite.py --quick failed (%d): %s" % (p.returncode, p.stderr[-2000:]))
+        r = json.load(open(js))
+    out = p.stdout
+    for wl, _ in suite.WORKLOADS:
+        block = out.split("\n[%s] " % wl)
+        if len(block) != 2:
+            fails.append("no table for %s" % wl)
+            continue
+        lines = block[1].split("\n")[2:2 + len(suite.CONFIGS)]
+        for c, line in zip(suite.CONFIGS, lines):
+            f = line.split()
+            if not f or f[0] != c:
+                fails.append("%s: row %r where %s was expected" % (wl, line, c))
+            elif line[len(c):].strip().startswith("not run:"):
+                if c not in OPTIONAL:
+                    fails.append("%s: %s did not run: %s" % (wl, c, line))
+                elif len(line.split("not run:", 1)[1].strip()) < 10:
+                    fails.append("%s: %s has no reason" % (wl, c))
+            elif len(f) != 6 or not all(number(x) for x in (f[1], f[2], f[5].rstrip("%"))) \
+                    or not f[5].endswith("%"):
+                fails.append("%s: malformed row %r" % (wl, line))
+        row = r["tables"][wl]
+        for c in suite.CONFIGS:
+            v = row.get(c)
+            if v is None:
+                fails.append("%s: %s missing from the results" % (wl, c))
+            elif "not_run" not in v and not (math.isfinite(v["ns_per_call"]) and v["ns_per_call"] > 0):
+                fails.append("%s: %s ns/call %r" % (wl, c, v["ns_per_call"]))
+    goals = out.split("\n[goals] ")
+    if len(goals) != 2:
+        fails.append("no goals table")
+    else:
+        rows = [l for l in goals[1].split("\n")[2:] if l.strip() and not l.startswith(("runs ", "  ", "no foreign", "waited", "raw results"))]
+        if len(rows) < 9:
+            fails.append("%d goal rows, expected at least 9: %s" % (len(rows), rows))
+        for l in rows:
+            if not l.startswith("NOT RESOLVED:") and \
+                    not re.search(r" (PASS|FAIL|NOT MEASURED|NOT RESOLVED \(spread\))( |$)", l):
+                fails.append("goal row without a verdict: %r" % l)
+    for g in r["goals"]:
+        if g["value"] is None and not g["goal"].startswith("per call < 1/3 of bpftrace"):
+            fails.append("goal not measured: %s (%s)" % (g["goal"], g["measured"]))
+    at = r["figures"]["attach"]
+    if not at["default"] or not at["uprobes"]:
+        fails.append("attach times missing: %s" % at)
+    for f in fails:
+        print("FAIL: " + f)
+    print("%d problems" % len(fails))
+    sys.exit(1 if fails else 0)
+
+
+if __name__ == "__main__":
+    main()
