@@ -173,7 +173,11 @@ class Bench:
                 os.unlink(f)
         conf = os.path.join(self.tmp, "bench.conf")
         with open(conf, "w") as f:
-            f.write('interval = 1.0;\nlog_level = "info";\n' + conf_text.replace("@TMP@", self.tmp))
+            # each configuration is measured as configured: the CPU budget
+            # would give up detail in the middle of a heavy run
+            budget = "" if "budget" in conf_text else "budget = { cpu = 0.0; };\n"
+            f.write('interval = 1.0;\nlog_level = "info";\n' + budget +
+                    conf_text.replace("@TMP@", self.tmp))
         env = dict(os.environ, NOTIFY_SOCKET=sock_path)
         with open(err, "w") as ef:
             p = subprocess.Popen([os.path.join(self.build, "agent/datacrumbs"), "-c", conf,

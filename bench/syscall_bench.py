@@ -62,7 +62,8 @@ def start_agent(build, tmp, extra=""):
     out = os.path.join(tmp, "agent.jsonl")
     conf = os.path.join(tmp, "bench.conf")
     with open(conf, "w") as f:
-        f.write("interval = 1.0;\n" + extra)
+        # measured as configured: the CPU budget would change it mid-run
+        f.write("interval = 1.0;\nbudget = { cpu = 0.0; };\n" + extra)
     env = dict(os.environ, NOTIFY_SOCKET=sock_path)
     p = subprocess.Popen([os.path.join(build, "agent/datacrumbs"), "-c", conf, "-o", out],
                          env=env, stderr=subprocess.DEVNULL)
