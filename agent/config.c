@@ -127,9 +127,11 @@ static const struct dc_cfg_item items[] = {
      "keep sampled full traces of individual calls (traces.sampling); false removes the "
      "sampling code from the probes (switching it back on needs a restart, a sampling "
      "change does not)"},
-    {"traces.ring_mib", CFG_INT, F(traces_ring_mib), "8", 1, 1024, NULL,
-     "kernel ring buffer for trace events (rounded up to a power of two); a full ring drops "
-     "events, counted per window in the agent record"},
+    {"traces.ring_mib", CFG_INT, F(traces_ring_mib), "2", 1, 1024, NULL,
+     "kernel ring buffer for trace events (rounded up to a power of two; about 96 bytes an "
+     "event: 2 MiB holds four times the default node burst); a full ring drops events, counted "
+     "per window in the agent record. The agent maps the ring, so it counts twice in its RSS; "
+     "raise it for workloads traced in full at high call rates"},
     {"traces.flush_ms", CFG_INT, F(traces_flush_ms), "100", 1, 10000, NULL,
      "how often the agent reads the ring (the kernel also wakes it when the ring is half "
      "full)"},

@@ -85,7 +85,7 @@ def scenario_selfcost(agent_bin, load_bin):
     c.check(any(m["layer"] == "syscall" and m["entries"] > 0 for r in scans for m in r["map_fill"]),
             "a syscall map holds entries (the process table)")
     rings = {m["name"]: m for r in ag for m in r["rings"]}
-    c.eq(rings.get("traces", {}).get("size"), 8 << 20, "the trace ring reported at its size")
+    c.eq(rings.get("traces", {}).get("size"), 2 << 20, "the trace ring reported at its (default) size")
     c.check(all(0 <= m["used"] <= m["size"] for r in ag for m in r["rings"]), "ring use within size")
     for r in ag:
         lo = r["losses"]
