@@ -371,14 +371,11 @@ static void build_stack(struct stacks *s, const struct entry *e)
 	for (int i = nu - 1; i >= 0; i--) {
 		user_frame(s, e, u[i]);
 		/* the caller a frameless leaf's walk skipped: between the leaf and
-		 * the walk's next frame, where it follows a call instruction */
+		 * the walk's next frame (the kernel set it only where it follows a
+		 * call instruction, bpf/stacks.bpf.h) */
 		if (i == 1 && e->k.caller && e->k.caller != u[1]) {
-			struct sym_frame f;
-
-			if (sym_user(s->sym, e->k.tgid, e->k.caller, &f) == 0 && f.is_call_site) {
-				user_frame(s, e, e->k.caller);
-				s->d.caller_fixups++;
-			}
+			user_frame(s, e, e->k.caller);
+			s->d.caller_fixups++;
 		}
 	}
 	snprintf(marker, sizeof(marker), "[syscall] %s", oi ? oi->name : "?");

@@ -38,7 +38,6 @@ struct elfobj {
 	uint64_t dev, ino;
 	char *path;
 	char build_id[41];
-	int fd; /* kept for the call-site check; -1 if the file could not be opened */
 	struct seg *segs;
 	size_t nsegs;
 	struct usym *syms;
@@ -97,8 +96,6 @@ int symbolizer_new(uint64_t max_bytes, unsigned max_pids, struct symbolizer **re
 
 static void obj_free(struct elfobj *o)
 {
-	if (o->fd >= 0)
-		close(o->fd);
 	free(o->path);
 	free(o->segs);
 	free(o->syms);
@@ -253,21 +250,6 @@ const char *sym_kernel(const struct symbolizer *s, uint64_t addr)
 	return lo ? s->karena + s->ksyms[lo - 1].name : NULL;
 }
 
-bool sym_follows_call_x86(const uint8_t *b, size_t n)
-{
-	/* b[n-1] is the byte just before the return address */
-	if (n >= 5 && b[n - 5] == 0xe8)
-		return true; /* call rel32 */
-	/* call r/m64: ff /2, with 0, 1, 4 or 5 bytes after the ModRM (+ SIB) */
-	for (size_t len = 2; len <= 7 && len <= n; len++) {
-		const uint8_t *op = b + n - len;
-
-		if (op[0] == 0xff && (op[1] & 0x38) == 0x10)
-			return true;
-	}
-	return false;
-}
-
 /* Among aliases at one address, the name kept is the first of: no leading
  * underscore, shortest, alphabetical (as agent/elfsyms.c). */
 static bool better(const char *a, const char *b)
@@ -318,9 +300,9 @@ static void read_build_id(Elf *e, char out[41])
 }
 
 /* Symbols, load segments and build id of an open ELF file. */
-static int obj_read(struct elfobj *o)
+static int obj_read(struct elfobj *o, int fd)
 {
-	Elf *e = elf_begin(o->fd, ELF_C_READ_MMAP, NULL);
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
 	size_t nph = 0, names_len = 0, names_cap = 0, cap = 0;
 	int r = -EINVAL;
@@ -450,6 +432,7 @@ static struct elfobj *obj_get(struct symbolizer *s, uint32_t pid, const struct m
 {
 	char p[4200];
 	struct elfobj *o;
+	_cleanup_close_ int fd = -1; /* everything needed is copied out: no fd held */
 
 	for (o = s->objs; o; o = o->next)
 		if (o->dev == m->dev && o->ino == m->ino) {
@@ -464,12 +447,12 @@ static struct elfobj *obj_get(struct symbolizer *s, uint32_t pid, const struct m
 	o->path = strdup(m->path);
 	/* map_files opens the very file mapped, in whatever mount namespace */
 	snprintf(p, sizeof(p), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, pid, m->start, m->end);
-	o->fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (o->fd < 0) {
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
 		snprintf(p, sizeof(p), "/proc/%u/root%s", pid, m->path);
-		o->fd = open(p, O_RDONLY | O_CLOEXEC);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
 	}
-	if (!o->path || o->fd < 0 || obj_read(o) < 0) {
+	if (!o->path || fd < 0 || obj_read(o, fd) < 0) {
 		o->failed = true;
 		s->st.elf_failures++;
 		if (!o->bytes)
@@ -657,16 +640,6 @@ int sym_user(struct symbolizer *s, uint32_t pid, uint64_t addr, struct sym_frame
 			if (!u->size || vaddr < u->addr + u->size)
 				f->name = o->names + u->name;
 		}
-	}
-	if (o->fd >= 0 && off >= 8) {
-		uint8_t b[8];
-
-		if (pread(o->fd, b, sizeof(b), (off_t)(off - sizeof(b))) == (ssize_t)sizeof(b))
-#if defined(__x86_64__)
-			f->is_call_site = sym_follows_call_x86(b, sizeof(b));
-#else
-			f->is_call_site = false; /* no check written for this ISA: no fix-up */
-#endif
 	}
 	return 0;
 }

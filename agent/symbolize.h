@@ -39,7 +39,6 @@ struct sym_frame {
 	const char *object;   /* path of the mapped file; NULL when no mapping holds addr */
 	const char *build_id; /* hex, "" when the file has none or could not be read */
 	uint64_t offset;      /* file offset of addr in object */
-	bool is_call_site;    /* addr follows a call instruction (checked from the file) */
 };
 
 /* Valid until the next call that may load or evict (any sym_user). */
@@ -55,7 +54,5 @@ void sym_get_stats(const struct symbolizer *s, struct sym_stats *st);
 /* A frame name made safe for the collapsed format (no ';', no control
  * characters), at most len - 1 bytes. */
 void sym_clean_frame(const char *in, char *out, size_t len);
-/* Is the instruction just before ret a call (x86_64 encodings)? */
-bool sym_follows_call_x86(const uint8_t *before, size_t n);
 
 #endif

@@ -158,20 +158,27 @@ struct stk_call {
 	__u32 kseq;
 	__u32 pad;
 	__u64 sp; /* user stack pointer at exit (x86_64), 0 if unknown */
-	__u64 lr; /* user link register at exit (arm64) */
 };
 
-/* The leaf's return address: read only for a kept call. */
+/* The leaf's return address, where it follows a call instruction: read only
+ * for a kept call. Checked here, while the caller's text is surely mapped,
+ * not at drain, when the process may be gone. Other ISAs: no check written,
+ * no fix-up. */
 static __always_inline __u64 stk_leaf_caller(const struct stk_call *sc)
 {
 #if defined(__TARGET_ARCH_x86)
+	__u8 b[DC_CALL_SITE_BYTES];
 	__u64 r = 0;
 
-	if (sc->sp && bpf_probe_read_user(&r, sizeof(r), (void *)sc->sp))
-		r = 0;
+	if (!sc->sp || bpf_probe_read_user(&r, sizeof(r), (void *)sc->sp))
+		return 0;
+	if (r < DC_CALL_SITE_BYTES ||
+	    bpf_probe_read_user(b, sizeof(b), (void *)(r - DC_CALL_SITE_BYTES)) ||
+	    !dc_follows_call_x86(b))
+		return 0;
 	return r;
 #else
-	return sc->lr;
+	return 0;
 #endif
 }
 

@@ -28,14 +28,13 @@
 #include "trace.bpf.h"
 #include "stacks.bpf.h"
 
+/* the user stack pointer, for the caller fix-up (x86_64 only: stacks.bpf.h) */
 #if defined(__TARGET_ARCH_x86)
 #define DC_REGS_SP(r)	   (stacks_on ? (r)->sp : 0)
-#define DC_REGS_LR(r)	   0
-#define DC_CORE_REGS_LR(r) 0
+#define DC_CORE_REGS_SP(r) (stacks_on ? BPF_CORE_READ(r, sp) : 0)
 #else
 #define DC_REGS_SP(r)	   0
-#define DC_REGS_LR(r)	   (stacks_on ? (r)->regs[30] : 0)
-#define DC_CORE_REGS_LR(r) BPF_CORE_READ(r, regs[30])
+#define DC_CORE_REGS_SP(r) 0
 #endif
 
 /* Set before load by the agent; frozen afterwards. */
@@ -209,7 +208,7 @@ static __always_inline void proc_note(__u32 tgid)
 		count(DC_CNT_PROC_FAIL);
 }
 
-static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, __u64 lr)
+static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp)
 {
 	__u32 op = lookup_op(nr), src, tgid;
 	struct dc_agg_key key = {};
@@ -269,7 +268,6 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, __u6
 	}
 	if (stacks_on) {
 		sc.sp = sp;
-		sc.lr = lr;
 		stacks_exit(ctx, &sc, key.cgroup_id, tgid, op, lat, bytes);
 	}
 	if (traces_on) {
@@ -348,15 +346,14 @@ DC_ENTER_PROG("raw_tp/sys_enter", dc_enter_raw, CORE_ARG)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(dc_exit_btf, struct pt_regs *regs, long ret)
 {
-	on_exit(ctx, DC_REGS_SYSCALL_NR(regs), ret, DC_REGS_SP(regs), DC_REGS_LR(regs));
+	on_exit(ctx, DC_REGS_SYSCALL_NR(regs), ret, DC_REGS_SP(regs));
 	return 0;
 }
 
 SEC("raw_tp/sys_exit")
 int BPF_PROG(dc_exit_raw, struct pt_regs *regs, long ret)
 {
-	on_exit(ctx, BPF_CORE_READ(regs, DC_REGS_NR_FIELD), ret,
-		stacks_on ? BPF_CORE_READ(regs, sp) : 0, stacks_on ? DC_CORE_REGS_LR(regs) : 0);
+	on_exit(ctx, BPF_CORE_READ(regs, DC_REGS_NR_FIELD), ret, DC_CORE_REGS_SP(regs));
 	return 0;
 }
 
@@ -398,7 +395,7 @@ SEC("tracepoint/raw_syscalls/sys_exit")
 int dc_exit_tp(struct trace_event_raw_sys_exit *ctx)
 {
 	/* no user registers here: a frameless leaf's caller stays unknown */
-	on_exit(ctx, ctx->id, ctx->ret, 0, 0);
+	on_exit(ctx, ctx->id, ctx->ret, 0);
 	return 0;
 }
 

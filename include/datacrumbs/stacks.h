@@ -52,9 +52,11 @@ struct dc_stk_key {
 	__u8 ugen;    /* generation & (DC_STACK_GENS - 1) of ustack's map */
 	__u8 kgen;
 	/* The return address a frameless leaf (libc's syscall wrappers) left
-	 * at the user stack pointer (x86_64) or in the link register (arm64):
-	 * a frame-pointer walk skips that caller. 0: unknown. User space
-	 * inserts it only where it follows a call instruction. */
+	 * at the user stack pointer: a frame-pointer walk skips that caller.
+	 * Set only where the bytes before it are a call instruction, checked
+	 * in the kernel at capture (dc_follows_call_x86), so the fix-up needs
+	 * nothing from the process at drain. 0: none (other ISAs, no check
+	 * written for them). */
 	__u64 caller;
 };
 
@@ -79,6 +81,30 @@ struct dc_stk_cfg {
 	__u32 full_cgroups; /* entries in stk_full: 0 skips the lookup */
 	__u32 pad;
 };
+
+/* Bytes read before a return address to tell whether it follows a call. */
+#define DC_CALL_SITE_BYTES 8
+
+/*
+ * Is b, the DC_CALL_SITE_BYTES just before a return address (the last one
+ * next to it), the end of an x86_64 call instruction? call rel32 (e8 +
+ * 4 bytes), or call r/m64 (ff /2) with 0, 1, 4 or 5 bytes after the ModRM
+ * (+ SIB). One definition for the BPF programs that apply it and the unit
+ * test that pins it down. A false positive costs one wrong frame; a word
+ * on the stack that is not a return address rarely passes.
+ */
+static inline int dc_follows_call_x86(const __u8 *b)
+{
+	if (b[DC_CALL_SITE_BYTES - 5] == 0xe8)
+		return 1;
+	for (int len = 2; len <= 7; len++) {
+		const __u8 *op = b + DC_CALL_SITE_BYTES - len;
+
+		if (op[0] == 0xff && (op[1] & 0x38) == 0x10)
+			return 1;
+	}
+	return 0;
+}
 
 /* dc_stash.stk_flags */
 enum { DC_STK_MARK = 1, DC_STK_WATCH = 2 };

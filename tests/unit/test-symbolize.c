@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Symbolization: kallsyms parsing and lookup, this process's own ELF
- * symbols through /proc/self/maps, the call-site check, the bounded cache. */
+ * symbols through /proc/self/maps, the bounded cache; and the call-site
+ * check the BPF programs apply (include/datacrumbs/stacks.h). */
 #include <stdint.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "datacrumbs/stacks.h"
 #include "symbolize.h"
 #include "tap.h"
 
@@ -46,11 +48,19 @@ static void test_call_site(void)
 	const uint8_t rip[] = {0x90, 0x90, 0xff, 0x15, 1, 2, 3, 4};		 /* call *x(%rip) */
 	const uint8_t none[] = {0x48, 0x89, 0xc7, 0x31, 0xc0, 0x5d, 0xc3, 0x90};
 
-	CHECK(sym_follows_call_x86(rel32, 8), "call rel32");
-	CHECK(sym_follows_call_x86(reg, 8), "call through a register");
-	CHECK(sym_follows_call_x86(mem8, 8), "call through memory + disp8");
-	CHECK(sym_follows_call_x86(rip, 8), "call through rip-relative memory");
-	CHECK(!sym_follows_call_x86(none, 8), "mov/xor/pop/ret/nop: not after a call");
+	const uint8_t sib32[] = {0x90, 0xff, 0x94, 0xc8, 1, 2, 3, 4}; /* call *x(%rax,%rcx,8) */
+	const uint8_t jmp[] = {0x90, 0x90, 0x90, 0xe9, 1, 2, 3, 4};   /* jmp rel32 */
+	const uint8_t jmpreg[] = {0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xff, 0xe0}; /* jmp *%rax */
+
+	CHECK(sizeof(rel32) == DC_CALL_SITE_BYTES, "the BPF programs read as many bytes");
+	CHECK(dc_follows_call_x86(rel32), "call rel32");
+	CHECK(dc_follows_call_x86(reg), "call through a register");
+	CHECK(dc_follows_call_x86(mem8), "call through memory + disp8");
+	CHECK(dc_follows_call_x86(rip), "call through rip-relative memory");
+	CHECK(dc_follows_call_x86(sib32), "call through memory + SIB + disp32");
+	CHECK(!dc_follows_call_x86(none), "mov/xor/pop/ret/nop: not after a call");
+	CHECK(!dc_follows_call_x86(jmp), "jmp rel32: not a call");
+	CHECK(!dc_follows_call_x86(jmpreg), "jmp through a register: not a call");
 }
 
 static void test_clean(void)
@@ -96,9 +106,17 @@ static void test_self(void)
 		  !strcmp(f.name ?: "", "dc_test_marker_fn"),
 	      "a return address names its caller");
 #if defined(__x86_64__)
-	CHECK(f.is_call_site, "a real return address follows a call instruction");
-	sym_user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)dc_test_marker_fn, &f);
-	CHECK(!f.is_call_site, "a function's first byte does not follow a call");
+	{
+		/* the bytes the BPF program reads at capture, here from our own
+		 * text (the asm hides from gcc that fn is a function's address) */
+		uintptr_t fn = (uintptr_t)dc_test_marker_fn;
+
+		__asm__("" : "+r"(fn));
+		CHECK(dc_follows_call_x86((const uint8_t *)ret_addr - DC_CALL_SITE_BYTES),
+		      "a real return address follows a call instruction");
+		CHECK(!dc_follows_call_x86((const uint8_t *)fn - DC_CALL_SITE_BYTES),
+		      "a function's first byte does not follow a call");
+	}
 #endif
 	CHECK(sym_user(s, (uint32_t)getpid(), 8, &f) == -ENOENT, "unmapped address: -ENOENT");
 	sym_get_stats(s, &st);
