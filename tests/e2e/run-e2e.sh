@@ -420,12 +420,19 @@ if inside systemctl stop datacrumbs.service && [ "$(prop ActiveState)" = inactiv
 else
   fail "systemctl stop: inactive, result success ($(prop ActiveState), $(prop Result))"
 fi
-left_progs=$(for id in $prog_ids; do bpftool prog show id "$id" >/dev/null 2>&1 && echo "$id"; done)
-left_links=$(for id in $link_ids; do bpftool link show id "$id" >/dev/null 2>&1 && echo "$id"; done)
+# the kernel frees a program after a grace period once its last link is
+# gone; on the system-call tracepoints (faultable since 6.10) that is an RCU
+# tasks-trace period, which can outlast the process by a second or more
+for _ in $(seq 60); do
+  left_progs=$(for id in $prog_ids; do bpftool prog show id "$id" >/dev/null 2>&1 && echo "$id"; done)
+  left_links=$(for id in $link_ids; do bpftool link show id "$id" >/dev/null 2>&1 && echo "$id"; done)
+  [ -z "$left_progs" ] && [ -z "$left_links" ] && break
+  sleep 0.5
+done
 if [ -z "$left_progs" ] && [ -z "$left_links" ]; then
   ok "after stop none of the agent's $(echo "$prog_ids" | grep -c .) programs and $(echo "$link_ids" | grep -c .) links is left (bpftool prog/link show on the host)"
 else
-  fail "after stop programs $(echo $left_progs) and links $(echo $left_links) are left"
+  fail "30 s after stop programs $(echo $left_progs) and links $(echo $left_links) are left"
 fi
 
 finish
