@@ -3,10 +3,29 @@
 #ifndef DC_TAP_H
 #define DC_TAP_H
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 static int tap_n, tap_failed;
+
+/* One TAP line per check: a newline inside a compared string would start a
+ * line TAP cannot parse, so it is written as \n. */
+__attribute__((format(printf, 1, 2))) static inline void tap_msg(const char *fmt, ...)
+{
+	char buf[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	for (const char *c = buf; *c; c++)
+		if (*c == '\n')
+			fputs("\\n", stdout);
+		else
+			putchar(*c);
+	putchar('\n');
+}
 
 #define CHECK(cond, ...)                                                          \
 	do {                                                                      \
@@ -17,8 +36,7 @@ static int tap_n, tap_failed;
 			tap_failed++;                                             \
 			printf("not ok %d - %s:%d: ", tap_n, __FILE__, __LINE__); \
 		}                                                                 \
-		printf(__VA_ARGS__);                                              \
-		printf("\n");                                                     \
+		tap_msg(__VA_ARGS__);                                             \
 	} while (0)
 
 #define CHECK_STR(got, want, what) \
