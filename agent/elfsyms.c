@@ -35,8 +35,7 @@ static bool matches(const char *patterns, const char *name)
 	return false;
 }
 
-/* Is a a better name than b for the same function? */
-static bool better(const char *a, const char *b)
+bool elf_better_name(const char *a, const char *b)
 {
 	bool ua = a[0] == '_', ub = b[0] == '_';
 	size_t la = strlen(a), lb = strlen(b);
@@ -124,7 +123,7 @@ int elf_find_funcs(const char *path, const char *patterns, struct elf_func **ret
 		size_t best = i, k = i;
 
 		for (; k < n && c[k].vaddr == c[i].vaddr; k++)
-			if (better(c[k].name, c[best].name))
+			if (elf_better_name(c[k].name, c[best].name))
 				best = k;
 		/* virtual address -> file offset through the PT_LOAD holding it */
 		for (size_t p = 0; p < nph; p++) {

@@ -22,6 +22,18 @@ void agg_sum_add_val(struct dc_agg_sum *s, const struct dc_agg_val *v)
 		s->size[i] += v->size_hist[i];
 }
 
+void agg_entry_fold(struct dc_agg_entry *e, const struct dc_agg_key *k, const void *values,
+		    int ncpus)
+{
+	e->cgroup_id = k->cgroup_id;
+	e->tgid = k->tgid;
+	e->op = k->op;
+	for (int c = 0; c < ncpus; c++)
+		agg_sum_add_val(&e->v,
+				(const struct dc_agg_val *)((const char *)values +
+							    (size_t)c * sizeof(struct dc_agg_val)));
+}
+
 void agg_sum_add(struct dc_agg_sum *s, const struct dc_agg_sum *o)
 {
 	s->count += o->count;

@@ -26,6 +26,10 @@ struct dc_agg_entry {
 };
 
 void agg_sum_add_val(struct dc_agg_sum *s, const struct dc_agg_val *v);
+/* e = the drained key k with its ncpus per-CPU values (packed dc_agg_val,
+ * as a per-CPU map lookup returns them) summed; e->v must start zeroed. */
+void agg_entry_fold(struct dc_agg_entry *e, const struct dc_agg_key *k, const void *values,
+		    int ncpus);
 void agg_sum_add(struct dc_agg_sum *s, const struct dc_agg_sum *o);
 /* d = cur - prev, for monotonic counters; 32-bit kernel slots wrap, so the
  * slot deltas are taken modulo 2^32 by the caller's choice of inputs. */

@@ -799,7 +799,7 @@ static int manager_close_window(struct manager *m)
 		};
 
 		selfcost_window(m->cost, layers, ELEMENTSOF(layers),
-				w.end_mono_ns - w.start_mono_ns);
+				w.end_mono_ns - w.start_mono_ns, w.end_mono_ns);
 	}
 	m->fres = &fres;
 	m->urd = m->ur ? &urres : NULL;

@@ -372,13 +372,7 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 	e = VEC_PUSH(p->entries, p->n, p->cap);
 	if (!e)
 		return -ENOMEM;
-	e->cgroup_id = k->cgroup_id;
-	e->tgid = k->tgid;
-	e->op = k->op;
-	for (int c = 0; c < ncpus; c++)
-		agg_sum_add_val(&e->v,
-				(const struct dc_agg_val *)((const char *)values +
-							    (size_t)c * sizeof(struct dc_agg_val)));
+	agg_entry_fold(e, k, values, ncpus);
 	return 0;
 }
 

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -56,14 +55,6 @@ struct selfcost {
 	size_t n_maps, cap_maps, n_rings, cap_rings;
 	long page;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static bool sysctl_stats_on(void)
 {
@@ -268,16 +259,14 @@ static void read_maps(struct selfcost *s, const char *layer, struct bpf_object *
 }
 
 void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, size_t n,
-		     uint64_t window_ns)
+		     uint64_t window_ns, uint64_t now_ns)
 {
-	uint64_t now = mono_ns();
-
 	s->window_ns = window_ns;
 	s->bpf_ns = 0;
 	s->n_cur = s->n_progs = s->n_layers = s->n_maps = s->n_rings = 0;
-	s->scanned = s->scan_ns && now - s->last_scan_ns >= s->scan_ns;
+	s->scanned = s->scan_ns && now_ns - s->last_scan_ns >= s->scan_ns;
 	if (s->scanned)
-		s->last_scan_ns = now;
+		s->last_scan_ns = now_ns;
 	for (size_t i = 0; i < n && s->n_layers < ELEMENTSOF(s->layers); i++) {
 		struct layer_win *lw;
 

@@ -29,9 +29,10 @@ struct selfcost_layer {
 int selfcost_new(bool bpf_stats, double map_scan_sec, struct selfcost **ret);
 struct selfcost *selfcost_free(struct selfcost *s);
 
-/* Read the counters of every program of the layers: the window's account. */
+/* Read the counters of every program of the layers: the account of the
+ * window that ended at now_ns (CLOCK_MONOTONIC). */
 void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, size_t n,
-		     uint64_t window_ns);
+		     uint64_t window_ns, uint64_t now_ns);
 
 /* The last window's run time of every program, in ns. */
 uint64_t selfcost_bpf_ns(const struct selfcost *s);

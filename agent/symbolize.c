@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "elfsyms.h"
 #include "symbolize.h"
 
 static void fclosep(FILE **f)
@@ -250,20 +251,6 @@ const char *sym_kernel(const struct symbolizer *s, uint64_t addr)
 	return lo ? s->karena + s->ksyms[lo - 1].name : NULL;
 }
 
-/* Among aliases at one address, the name kept is the first of: no leading
- * underscore, shortest, alphabetical (as agent/elfsyms.c). */
-static bool better(const char *a, const char *b)
-{
-	bool ua = a[0] == '_', ub = b[0] == '_';
-	size_t la = strlen(a), lb = strlen(b);
-
-	if (ua != ub)
-		return !ua;
-	if (la != lb)
-		return la < lb;
-	return strcmp(a, b) < 0;
-}
-
 static int by_uaddr(const void *a, const void *b)
 {
 	const struct usym *x = a, *y = b;
@@ -390,8 +377,8 @@ static int obj_read(struct elfobj *o, int fd)
 
 		for (size_t i = 0; i < o->nsyms; i++) {
 			if (w && o->syms[w - 1].addr == o->syms[i].addr) {
-				if (better(o->names + o->syms[i].name,
-					   o->names + o->syms[w - 1].name))
+				if (elf_better_name(o->names + o->syms[i].name,
+						    o->names + o->syms[w - 1].name))
 					o->syms[w - 1].name = o->syms[i].name;
 				if (o->syms[i].size > o->syms[w - 1].size)
 					o->syms[w - 1].size = o->syms[i].size;

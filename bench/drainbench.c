@@ -26,7 +26,7 @@ struct sums {
 	size_t n;
 };
 
-/* what the agent's collect() (agent/probe-syscall.c) does with each key */
+/* the agent's own fold of each key (agent/probe-syscall.c collect()) */
 static int collect(const void *key, const void *values, int ncpus, void *ctx)
 {
 	struct sums *s = ctx;
@@ -34,13 +34,7 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 	struct dc_agg_entry *e = &s->e[s->n++];
 
 	memset(e, 0, sizeof(*e));
-	e->cgroup_id = k->cgroup_id;
-	e->tgid = k->tgid;
-	e->op = k->op;
-	for (int c = 0; c < ncpus; c++)
-		agg_sum_add_val(&e->v,
-				(const struct dc_agg_val *)((const char *)values +
-							    (size_t)c * sizeof(struct dc_agg_val)));
+	agg_entry_fold(e, k, values, ncpus);
 	return 0;
 }
 
