@@ -11,6 +11,7 @@ static const char *const level_names[DC_BUDGET_LEVELS] = {
     [DC_BUDGET_FULL] = "full",
     [DC_BUDGET_TRACES_REDUCED] = "traces_reduced",
     [DC_BUDGET_TRACES_OFF] = "traces_off",
+    [DC_BUDGET_STACKS_OFF] = "stacks_off",
     [DC_BUDGET_LIBRARIES_OFF] = "libraries_off",
     [DC_BUDGET_VFS_OFF] = "vfs_off",
 };

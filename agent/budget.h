@@ -16,6 +16,7 @@ enum dc_budget_level {
 	DC_BUDGET_FULL = 0,	  /* everything configured runs */
 	DC_BUDGET_TRACES_REDUCED, /* trace sampling ten times sparser, no full-trace workloads */
 	DC_BUDGET_TRACES_OFF,	  /* no trace events (calls still counted in the windows) */
+	DC_BUDGET_STACKS_OFF,	  /* no stack captures (calls still counted in the windows) */
 	DC_BUDGET_LIBRARIES_OFF,  /* uprobes detached */
 	DC_BUDGET_VFS_OFF,	  /* function-level file-system probes detached */
 	DC_BUDGET_LEVELS,

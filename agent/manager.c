@@ -1312,6 +1312,8 @@ static unsigned budget_applicable(const struct manager *m)
 
 	if (m->cfg.traces_enable)
 		mask |= 1u << DC_BUDGET_TRACES_REDUCED | 1u << DC_BUDGET_TRACES_OFF;
+	if (m->sys && probe_syscall_stacks(m->sys))
+		mask |= 1u << DC_BUDGET_STACKS_OFF;
 	if (m->cfg.n_libs)
 		mask |= 1u << DC_BUDGET_LIBRARIES_OFF;
 	if (m->vfs_attached)
@@ -1356,6 +1358,11 @@ static void budget_apply(struct manager *m, unsigned level)
 			r = traces_pause(m->traces, level >= DC_BUDGET_TRACES_OFF);
 		if (r < 0)
 			log_warning_errno(r, "CPU budget: cannot change the trace sampling: %m");
+	}
+	if (m->sys && probe_syscall_stacks(m->sys)) {
+		r = stacks_pause(probe_syscall_stacks(m->sys), level >= DC_BUDGET_STACKS_OFF);
+		if (r < 0)
+			log_warning_errno(r, "CPU budget: cannot change the stack policy: %m");
 	}
 	if (level >= DC_BUDGET_LIBRARIES_OFF && m->up)
 		families_stop(m, FAM_LIBS);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
@@ -107,55 +108,119 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_vfs *, probe_vfs_free);
  * Which kernel functions are there to probe: the kernel's BTF and every
  * loaded module's (ext4, xfs, nfs, fuse are modules on distribution
  * kernels). A function absent from BTF was inlined away or is not built.
+ * One pass over each BTF with a binary search of the catalogue per FUNC:
+ * a lookup per function scans ~150k types each time, and that was a
+ * visible part of the agent's start-up.
  */
 struct kernel_btf {
-	struct btf *vmlinux;
-	struct btf *mods[256];
-	size_t n_mods;
+	bool loaded;
+	bool have[DC_VFS_MAX];
+	__s32 probe_id; /* a catalogued function's BTF id in vmlinux, for the fentry probe */
 };
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(funcs[*(const unsigned *)a].name, funcs[*(const unsigned *)b].name);
+}
+
+static int name_in(const void *key, const void *elem)
+{
+	return strcmp(key, funcs[*(const unsigned *)elem].name);
+}
+
+static void kernel_btf_scan(struct kernel_btf *k, const struct btf *b, const unsigned *order,
+			    bool vmlinux)
+{
+	__u32 n = btf__type_cnt(b);
+
+	for (__u32 id = vmlinux ? 1 : btf__type_cnt(btf__base_btf(b)); id < n; id++) {
+		const struct btf_type *t = btf__type_by_id(b, id);
+		const unsigned *i;
+
+		if (!btf_is_func(t))
+			continue;
+		i = bsearch(btf__name_by_offset(b, t->name_off), order, DC_VFS_MAX, sizeof(*order),
+			    name_in);
+		if (!i)
+			continue;
+		k->have[*i] = true;
+		if (vmlinux && !k->probe_id)
+			k->probe_id = (__s32)id;
+	}
+}
 
 static void kernel_btf_load(struct kernel_btf *k)
 {
+	unsigned order[DC_VFS_MAX];
+	struct btf *vmlinux;
 	DIR *d;
 	struct dirent *e;
 
-	k->vmlinux = btf__load_vmlinux_btf();
-	if (!k->vmlinux)
+	if (k->loaded)
 		return;
+	k->loaded = true;
+	for (unsigned i = 0; i < DC_VFS_MAX; i++)
+		order[i] = i;
+	qsort(order, DC_VFS_MAX, sizeof(*order), by_name);
+	vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux)
+		return;
+	kernel_btf_scan(k, vmlinux, order, true);
 	d = opendir("/sys/kernel/btf");
-	if (!d)
-		return;
-	while ((e = readdir(d)) && k->n_mods < ELEMENTSOF(k->mods)) {
+	while (d && (e = readdir(d))) {
 		char path[512];
 		struct btf *b;
 
 		if (e->d_name[0] == '.' || !strcmp(e->d_name, "vmlinux"))
 			continue;
 		snprintf(path, sizeof(path), "/sys/kernel/btf/%s", e->d_name);
-		b = btf__parse_split(path, k->vmlinux);
+		b = btf__parse_split(path, vmlinux);
 		if (b)
-			k->mods[k->n_mods++] = b;
+			kernel_btf_scan(k, b, order, false);
+		btf__free(b);
 	}
-	closedir(d);
+	if (d)
+		closedir(d);
+	btf__free(vmlinux);
 }
 
-static void kernel_btf_free(struct kernel_btf *k)
+/*
+ * Whether the kernel takes a mechanism at all, asked with a two-instruction
+ * program instead of the family's object: each full attempt parses the
+ * kernel's BTF and verifies every program (about 100 ms here), and a kernel
+ * that refuses fentry (lockdown, EPERM) or lacks kprobes refuses the tiny
+ * one the same way. The full attempt still decides; this only skips the
+ * ones bound to fail.
+ */
+static int mech_probe(enum mech m, const struct kernel_btf *k)
 {
-	for (size_t i = 0; i < k->n_mods; i++)
-		btf__free(k->mods[i]);
-	btf__free(k->vmlinux);
-}
+	const struct bpf_insn ret0[] = {
+	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0},
+	    {.code = BPF_JMP | BPF_EXIT},
+	};
 
-static bool kernel_has(const struct kernel_btf *k, const char *fn)
-{
-	if (!k->vmlinux)
-		return false;
-	if (btf__find_by_name_kind(k->vmlinux, fn, BTF_KIND_FUNC) > 0)
-		return true;
-	for (size_t i = 0; i < k->n_mods; i++)
-		if (btf__find_by_name_kind(k->mods[i], fn, BTF_KIND_FUNC) > 0)
-			return true;
-	return false;
+	if (m == MECH_FENTRY) {
+		LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = BPF_TRACE_FENTRY,
+			    .attach_btf_id = (__u32)k->probe_id);
+		_cleanup_close_ int prog = -1, link = -1;
+
+		if (k->probe_id <= 0)
+			return -ENOENT;
+		prog = bpf_prog_load(BPF_PROG_TYPE_TRACING, "dc_probe", "GPL", ret0,
+				     ELEMENTSOF(ret0), &po);
+		if (prog < 0)
+			return -errno;
+		link = bpf_link_create(prog, 0, BPF_TRACE_FENTRY, NULL);
+		return link < 0 ? -errno : 0;
+	}
+	if (m == MECH_KPROBE) {
+		/* libbpf attaches through the kprobe PMU or tracefs' kprobe_events */
+		if (access("/sys/bus/event_source/devices/kprobe/type", F_OK) &&
+		    access("/sys/kernel/tracing/kprobe_events", F_OK) &&
+		    access("/sys/kernel/debug/tracing/kprobe_events", F_OK))
+			return -EOPNOTSUPP;
+	}
+	return 0;
 }
 
 static bool tracepoint_exists(const char *ev)
@@ -244,15 +309,21 @@ static int attach_one(struct probe_vfs *p, enum mech m, unsigned i, struct bpf_l
 }
 
 static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, enum mech m,
-			 const struct kernel_btf *k, unsigned *attached, char *skipped,
-			 size_t sklen)
+			 struct kernel_btf *k, unsigned *attached, char *skipped, size_t sklen)
 {
-	struct vfs_bpf *skel = vfs_bpf__open();
+	struct vfs_bpf *skel;
 	bool have[DC_VFS_MAX];
 	unsigned n = m == MECH_TRACEPOINT ? ELEMENTSOF(tps) : DC_VFS_MAX;
 	size_t off = 0;
 	int r;
 
+	/* tracepoints are found by name in tracefs: no BTF needed */
+	if (m != MECH_TRACEPOINT)
+		kernel_btf_load(k);
+	r = mech_probe(m, k);
+	if (r < 0)
+		return r;
+	skel = vfs_bpf__open();
 	if (!skel)
 		return -errno;
 	p->skel = skel;
@@ -262,7 +333,7 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	skipped[0] = 0;
 	for (unsigned i = 0; i < DC_VFS_MAX; i++) {
 		/* a function this kernel lacks (or inlined away) is skipped, not fatal */
-		have[i] = p->selected[i] && kernel_has(k, funcs[i].name);
+		have[i] = p->selected[i] && k->have[i];
 		bpf_program__set_autoload(prog_of(skel, "dc_fentry_", i),
 					  m == MECH_FENTRY && have[i]);
 		bpf_program__set_autoload(prog_of(skel, "dc_fexit_", i),
@@ -349,7 +420,6 @@ int probe_vfs_new(const struct probe_vfs_opts *o, struct probe_vfs **ret, char *
 		}
 		last = first;
 	}
-	kernel_btf_load(&k);
 	for (enum mech m = first; m <= last; m++) {
 		p->agg.win.inner_fd[0] = p->agg.win.inner_fd[1] = -1;
 		r = try_mechanism(p, o, m, &k, &n, skipped, sizeof(skipped));
@@ -364,7 +434,6 @@ int probe_vfs_new(const struct probe_vfs_opts *o, struct probe_vfs **ret, char *
 				: "functions",
 			    skipped[0] ? ", not in this kernel: " : "", skipped);
 			snprintf(detail, detail_len, "%s", p->detail);
-			kernel_btf_free(&k);
 			*ret = TAKE_PTR(p);
 			return 0;
 		}
@@ -381,7 +450,6 @@ int probe_vfs_new(const struct probe_vfs_opts *o, struct probe_vfs **ret, char *
 		fn_agg_close(&p->agg);
 	}
 	snprintf(detail, detail_len, "%s", p->detail);
-	kernel_btf_free(&k);
 	return r;
 }
 

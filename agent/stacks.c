@@ -245,6 +245,18 @@ static int write_policy(struct stacks *s)
 		   : 0;
 }
 
+int stacks_pause(struct stacks *s, bool paused)
+{
+	struct dc_stk_cfg off = {.mode = 0};
+	__u32 zero = 0;
+
+	if (!paused)
+		return write_policy(s);
+	return bpf_map_update_elem(bpf_map__fd(s->skel->maps.stk_cfg), &zero, &off, BPF_ANY)
+		   ? -errno
+		   : 0;
+}
+
 int stacks_install(struct stacks *s)
 {
 	int r = winmap_install(&s->agg);

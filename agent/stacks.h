@@ -61,6 +61,10 @@ struct stacks *stacks_free(struct stacks *s);
 int stacks_prepare(struct stacks *s, struct syscall_bpf *skel, int mech);
 void stacks_disable(struct syscall_bpf *skel);
 int stacks_install(struct stacks *s);
+/* Stop (or resume) capturing without reloading: the CPU budget's step.
+ * Calls in flight when it changes finish under the policy they began with
+ * or are simply not captured; nothing is half-written. */
+int stacks_pause(struct stacks *s, bool paused);
 /* The maps of a failed load attempt. */
 void stacks_reset(struct stacks *s);
 

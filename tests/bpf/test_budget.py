@@ -22,7 +22,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from agentlib import Agent, Checks, require_root  # noqa: E402
 
-ORDER = ["full", "traces_reduced", "traces_off", "libraries_off", "vfs_off"]
+ORDER = ["full", "traces_reduced", "traces_off", "stacks_off", "libraries_off", "vfs_off"]
+LV = {name: i for i, name in enumerate(ORDER)}
 
 
 def libc_path(binary):
@@ -33,6 +34,10 @@ def libc_path(binary):
 def load(binary, path, n):
     p = subprocess.run([binary, path, str(n)], stdout=subprocess.PIPE, check=True, timeout=120)
     return int(p.stdout.decode().split()[-1])
+
+
+def levels_by_win(ag):
+    return {r["window"]: r["budget"]["level"] for r in ag}
 
 
 def agent_records(path):
@@ -111,7 +116,8 @@ def scenario_budget(agent_bin, load_bin):
     conf = ('interval = 0.25;\nbudget = { cpu = 0.1; period = 1.0; recover_below = 0.6; };\n'
             'traces = { output = { dir = "%s"; }; sampling = { one_in_n = 2; rate = 0; }; };\n'
             'probes = { libraries = ( { path = "%s"; category = "libc"; '
-            'functions = ["pwrite*"]; bytes = ["pwrite"]; } ); };\n'
+            'functions = ["pwrite*"]; bytes = ["pwrite"]; } );\n'
+            '  stacks = { enable = true; one_in_n = 4; slow_ms = 0.0; }; };\n'
             % (os.path.join(tmp, "traces"), libc_path(load_bin)))
     a = Agent(agent_bin, conf)
     vfs_on = any(p["name"] == "vfs" and p["mechanism"] != "off"
@@ -182,6 +188,9 @@ def scenario_budget(agent_bin, load_bin):
     # each window ran at one level throughout: its record says which
     print("levels:", levels)
     print("averages:", [round(r["budget"]["average"], 4) for r in ag])
+    stacks_wins = {r["window"] for r in recs if r["type"] == "stacks"}
+    c.check(any(by_lv == 0 for w in stacks_wins for by_lv in [levels_by_win(ag).get(w, -1)]),
+            "stacks records in windows at full detail")
     prev = 0
     for r in ag:
         lv = r["budget"]["level"]
@@ -189,16 +198,19 @@ def scenario_budget(agent_bin, load_bin):
         # a change applies after the previous window is published: calls
         # in the first milliseconds of the window still ran at the old one
         settled, prev = lv == prev, lv
-        if lv >= 2 and settled and r["traces"]["kept"]:
+        if lv >= LV["traces_off"] and settled and r["traces"]["kept"]:
             c.check(False, "window %d at traces_off kept %d trace events"
                     % (r["window"], r["traces"]["kept"]))
             break
-        if lv >= 3 and (probes.get("libraries", {}).get("mechanism") != "off" or
+        if lv >= LV["stacks_off"] and settled and r["window"] in stacks_wins:
+            c.check(False, "window %d at stacks_off has stacks records" % r["window"])
+            break
+        if lv >= LV["libraries_off"] and (probes.get("libraries", {}).get("mechanism") != "off" or
                         "CPU budget" not in probes["libraries"]["detail"]):
             c.check(False, "window %d at libraries_off: probes say %s"
                     % (r["window"], probes.get("libraries")))
             break
-        if lv >= 4 and "CPU budget" not in probes.get("vfs", {}).get("detail", ""):
+        if lv >= LV["vfs_off"] and "CPU budget" not in probes.get("vfs", {}).get("detail", ""):
             c.check(False, "window %d at vfs_off: probes say %s" % (r["window"], probes.get("vfs")))
             break
         if r["budget"]["reduced"] != [n for n in ORDER[1:lv + 1] if n != "vfs_off" or vfs_on]:
@@ -208,11 +220,12 @@ def scenario_budget(agent_bin, load_bin):
         c.check(True, "every window's record matches its level (traces kept, probes, reduced)")
     by_win = {r["window"]: r["budget"]["level"] for r in ag}
     feats = [r for r in recs if r["type"] == "features"]
-    c.check(not any(k.endswith("-libc") for r in feats if by_win.get(r["window"], 0) >= 3
+    c.check(not any(k.endswith("-libc") for r in feats
+                    if by_win.get(r["window"], 0) >= LV["libraries_off"]
                     for k in r.get("functions", {})),
             "no library functions in windows at libraries_off")
-    c.check(any(by_win.get(r["window"]) >= 3 and r["ops"].get("pwrite64", {}).get("count")
-                for r in feats),
+    c.check(any(by_win.get(r["window"]) >= LV["libraries_off"] and
+                r["ops"].get("pwrite64", {}).get("count") for r in feats),
             "the syscall layer keeps counting at the floor")
     c.check(any(r["pid"] == pid and r.get("functions", {}).get("pwrite-libc", {}).get("count")
                 for r in feats),

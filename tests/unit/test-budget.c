@@ -43,6 +43,7 @@ int main(void)
 	CHECK_U64(l, DC_BUDGET_TRACES_REDUCED, "one window at 6% has not spent the period's 0.1 s");
 	l = run(b, 1, 0.06);
 	CHECK_U64(l, DC_BUDGET_TRACES_OFF, "the period's allowance spent: next step at once");
+	LEVEL(run(b, 4, 0.03), DC_BUDGET_STACKS_OFF, "then the stack captures");
 	LEVEL(run(b, 4, 0.03), DC_BUDGET_LIBRARIES_OFF, "then the uprobes");
 	LEVEL(run(b, 4, 0.03), DC_BUDGET_VFS_OFF, "then the function-level file-system probes");
 	LEVEL(run(b, 30, 0.03), DC_BUDGET_VFS_OFF, "nothing left: stays at the floor");
@@ -60,10 +61,11 @@ int main(void)
 	CHECK_U64(b->hold_ns, 20 * S, "a flip-flop doubles the hold before the next step back");
 	LEVEL(run(b, 19, 0.001), DC_BUDGET_VFS_OFF, "held for 19 s of the 20");
 	LEVEL(run(b, 1, 0.001), DC_BUDGET_LIBRARIES_OFF, "then steps back");
-	LEVEL(run(b, 20, 0.001), DC_BUDGET_TRACES_OFF,
+	LEVEL(run(b, 20, 0.001), DC_BUDGET_STACKS_OFF,
 	      "a step back that held two periods resets the hold to one period");
 	CHECK_U64(b->hold_ns, 10 * S, "hold reset");
-	LEVEL(run(b, 10, 0.001), DC_BUDGET_TRACES_REDUCED, "and on, in reverse");
+	LEVEL(run(b, 10, 0.001), DC_BUDGET_TRACES_OFF, "and on, in reverse");
+	LEVEL(run(b, 10, 0.001), DC_BUDGET_TRACES_REDUCED, "through every step");
 	LEVEL(run(b, 10, 0.001), DC_BUDGET_FULL, "to full detail");
 
 	/* steps with nothing to switch off are skipped both ways */
@@ -86,6 +88,7 @@ int main(void)
 	budget_init(b, &p);
 	LEVEL(run(b, 100, 0.5), DC_BUDGET_FULL, "cpu = 0 disables the budget");
 	CHECK_STR(budget_level_name(DC_BUDGET_LIBRARIES_OFF), "libraries_off", "level names");
+	CHECK_STR(budget_level_name(DC_BUDGET_STACKS_OFF), "stacks_off", "level names");
 	free(b);
 	return tap_done();
 }
