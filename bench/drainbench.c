@@ -8,7 +8,10 @@
  * does (agg_sum_add_val). The keys are written from user space, every CPU's
  * slot filled, before each repetition. Prints one line per repetition:
  *   "<keys> <percpu|shared> <max_entries> <flip us> <drain us> <batch 0|1>"
- * usage: drainbench KEYS percpu|shared REPS
+ * "floor" drains a shared hash of the same keys with 8-byte values (same
+ * drain code, nothing folded, no flip): the kernel's own walk, whatever a
+ * value holds; what any design keeping a per-window hash pays at least.
+ * usage: drainbench KEYS percpu|shared|floor REPS
  */
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "baseline.skel.h"
 #include "featvec.h"
@@ -35,6 +39,13 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 
 	memset(e, 0, sizeof(*e));
 	agg_entry_fold(e, k, values, ncpus);
+	return 0;
+}
+
+static int count_key(const void *key, const void *values, int ncpus, void *ctx)
+{
+	(void)key, (void)values, (void)ncpus;
+	(*(size_t *)ctx)++;
 	return 0;
 }
 
@@ -72,6 +83,45 @@ static int fill(int fd, unsigned n, int ncpus)
 	return 0;
 }
 
+static int floor_run(unsigned keys, unsigned max_entries, int reps)
+{
+	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "dc_drainf", sizeof(struct dc_agg_key),
+				sizeof(__u64), max_entries, NULL);
+	__u64 v = 1;
+
+	if (fd < 0) {
+		fprintf(stderr, "drainbench: cannot create the map: %m\n");
+		return 1;
+	}
+	for (int i = 0; i < reps; i++) {
+		unsigned long long t0;
+		size_t n = 0;
+		bool batch;
+		int e = 0;
+
+		for (unsigned j = 0; j < keys && !e; j++) {
+			struct dc_agg_key k = {
+			    .cgroup_id = 1, .tgid = 100000 + j / 50, .op = j % 50};
+
+			e = bpf_map_update_elem(fd, &k, &v, BPF_NOEXIST) ? -errno : 0;
+		}
+		t0 = now_us();
+		if (!e)
+			e = drain_hash(fd, sizeof(struct dc_agg_key), sizeof(v), false, 1,
+				       max_entries, count_key, &n, &batch);
+		t0 = now_us() - t0;
+		if (e < 0 || n != keys) {
+			fprintf(stderr, "drainbench: drained %zu keys of %u: %s\n", n, keys,
+				strerror(e < 0 ? -e : EIO));
+			close(fd);
+			return 1;
+		}
+		printf("%u floor %u 0 %llu %d\n", keys, max_entries, t0, batch);
+	}
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct baseline_bpf *skel = NULL;
@@ -82,8 +132,8 @@ int main(int argc, char **argv)
 	bool percpu;
 
 	if (argc != 4 || atoi(argv[1]) <= 0 || atoi(argv[3]) <= 0 ||
-	    (strcmp(argv[2], "percpu") && strcmp(argv[2], "shared"))) {
-		fprintf(stderr, "usage: drainbench KEYS percpu|shared REPS\n");
+	    (strcmp(argv[2], "percpu") && strcmp(argv[2], "shared") && strcmp(argv[2], "floor"))) {
+		fprintf(stderr, "usage: drainbench KEYS percpu|shared|floor REPS\n");
 		return 2;
 	}
 	keys = (unsigned)atoi(argv[1]);
@@ -93,6 +143,8 @@ int main(int argc, char **argv)
 	/* maps.max_keys an operator would set for this many keys: the next power of two */
 	while (max_entries < keys)
 		max_entries *= 2;
+	if (!strcmp(argv[2], "floor"))
+		return floor_run(keys, max_entries, reps);
 	s.e = calloc(keys, sizeof(*s.e));
 	skel = baseline_bpf__open();
 	if (!s.e || !skel || ncpus <= 0)

@@ -240,7 +240,7 @@ def drain_times(b, keys, reps):
     """{(keys, layout): [(flip us, drain us)]} from bench/drainbench."""
     res = {}
     for k in keys:
-        for layout in ("percpu", "shared"):
+        for layout in ("percpu", "shared", "floor"):
             out = subprocess.run([os.path.join(b.build, "bench/drainbench"), str(k), layout,
                                   str(reps)], capture_output=True, text=True)
             if out.returncode:
@@ -392,6 +392,8 @@ def report(a, configs, not_run, runs, figures):
         print("%8d %8s %12d %10.2f %10.2f" % (k, layout, 1 << (k - 1).bit_length(),
                                               med([x[0] for x in v]) / 1e3,
                                               med([x[1] for x in v]) / 1e3))
+    print("(floor: a shared hash of the same keys with 8-byte values drained by the same code, "
+          "nothing folded: the kernel's walk alone)")
     at = f["attach"]
     print("\n[attach] agent exec to READY=1, %d repetitions, medians" % len(at["default"]))
     print("default probe set: %.0f ms (stop: %.0f ms)" % (med(at["default"]),

@@ -11,6 +11,8 @@ alternating the order every round, and reports medians:
   agent     datacrumbs with its default configuration
   agent-syscall  datacrumbs with the syscall layer only (files, block and
             page cache off): agent minus this is what the other layers add
+  agent-nostats  the default without the kernel's BPF statistics
+            (self.bpf_stats = false): agent minus this is the self-measurement
   bpftrace  bpftrace doing the minimal aggregation
 plus the agent's own CPU and RSS while the loop runs.
 
@@ -50,6 +52,9 @@ AGENT_CONFIGS = {
     "agent": "",
     "agent-syscall": "probes = { files = { enable = false; }; block = { enable = false; };"
                      " pagecache = { enable = false; }; };\n",
+    # the default without the kernel's per-program statistics (self.bpf_stats):
+    # agent minus this is what the agent's self-measurement costs per call
+    "agent-nostats": "self = { bpf_stats = false; };\n",
 }
 
 
@@ -208,6 +213,9 @@ def main():
     if "agent-syscall" in added and "minagg" in added and added["minagg"] > 0:
         print("agent, syscall layer only / minimal aggregation's: %.2fx"
               % (added["agent-syscall"] / added["minagg"]))
+    if "agent" in added and "agent-nostats" in added:
+        print("the kernel's BPF statistics (self.bpf_stats) add %.1f ns per call"
+              % (added["agent"] - added["agent-nostats"]))
     if "agent" in added and "bpftrace" in added and added["bpftrace"] > 0:
         print("agent added cost / bpftrace's: %.2fx (goal < 0.33x)" % (added["agent"] / added["bpftrace"]))
     if agent_cost:
