@@ -81,6 +81,28 @@ void featvec_sort(struct dc_agg_entry *e, size_t n)
 	qsort(e, n, sizeof(*e), entry_cmp);
 }
 
+size_t featvec_merge(struct dc_agg_entry *e, size_t n)
+{
+	size_t out = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (out && !entry_cmp(&e[out - 1], &e[i]))
+			agg_sum_add(&e[out - 1].v, &e[i].v);
+		else if (out++ != i)
+			e[out - 1] = e[i];
+	}
+	return out;
+}
+
+bool agg_val_touched(const void *value)
+{
+	const struct dc_agg_val *v = value;
+
+	/* every call adds its latency and lands in a latency slot: a call
+	 * of 0 ns lands in slot 0 */
+	return v->time_ns || v->lat_hist[0];
+}
+
 bool featvec_has(const struct dc_agg_entry *e, size_t n, uint32_t tgid, uint64_t cgroup_id)
 {
 	struct dc_agg_entry key = {.tgid = tgid, .cgroup_id = cgroup_id};

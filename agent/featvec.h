@@ -38,6 +38,11 @@ void agg_sum_delta(struct dc_agg_sum *d, const struct dc_agg_sum *cur,
 
 /* Sort by (tgid, cgroup, op) so that each record's ops are contiguous. */
 void featvec_sort(struct dc_agg_entry *e, size_t n);
+/* Sum sorted entries of the same key into one (a key that came back while
+ * its old slot was given back has two slots for one window); the new n. */
+size_t featvec_merge(struct dc_agg_entry *e, size_t n);
+/* Has a struct dc_agg_val counted any call (the slot map's touched test)? */
+bool agg_val_touched(const void *value);
 /* Is (tgid, cgroup) among the sorted entries? */
 bool featvec_has(const struct dc_agg_entry *e, size_t n, uint32_t tgid, uint64_t cgroup_id);
 /* End (exclusive) of the group of entries sharing e[start]'s (tgid, cgroup). */

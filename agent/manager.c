@@ -763,6 +763,7 @@ static int manager_close_window(struct manager *m)
 	bool stk = probe_syscall_stacks(m->sys) != NULL;
 	size_t n_only;
 	struct dc_agent_stats st = {};
+	uint64_t rs_slots, rs_reclaimed;
 	struct dc_selfstat self = {};
 	struct dc_window w;
 	struct dc_record_ctx ctx;
@@ -814,6 +815,7 @@ static int manager_close_window(struct manager *m)
 
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	featvec_sort(res.entries, res.n);
+	res.n = featvec_merge(res.entries, res.n);
 	for (size_t i = 0; i < res.n;) {
 		size_t end = featvec_group_end(res.entries, res.n, i);
 
@@ -863,6 +865,8 @@ static int manager_close_window(struct manager *m)
 	}
 
 	selfstat_read(&self);
+	/* before the initializer: the order its expressions run in is unspecified */
+	rs_slots = probe_syscall_slots(m->sys, &rs_reclaimed);
 	st = (struct dc_agent_stats){
 	    .version = DC_VERSION,
 	    .events = events,
@@ -881,6 +885,8 @@ static int manager_close_window(struct manager *m)
 	    .sinks_opaque = m,
 	    .max_keys = probe_syscall_max_keys(m->sys),
 	    .map_layout = probe_syscall_layout(m->sys),
+	    .slots_in_use = rs_slots,
+	    .slots_reclaimed = rs_reclaimed,
 	    .probes = m->probes,
 	    .n_probes = m->n_probes,
 	    .block = m->blk != NULL,

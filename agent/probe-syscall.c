@@ -23,7 +23,7 @@
 #include "probe-syscall.h"
 #include "progstats.h"
 #include "syscall.skel.h"
-#include "winmap.h"
+#include "slotmap.h"
 
 enum mech { MECH_TP_BTF, MECH_RAW_TP, MECH_TRACEPOINT, MECH_MAX };
 static const char *const mech_names[MECH_MAX] = {"tp_btf", "raw_tp", "tracepoint"};
@@ -43,7 +43,7 @@ struct probe_syscall {
 	const char *preempt_why;
 	int ncpus;
 	uint64_t max_keys;
-	struct winmap agg;
+	struct slotmap agg;
 	char detail[512];
 	struct dc_agg_entry *entries;
 	size_t cap;
@@ -63,7 +63,7 @@ static uint64_t now_us(void)
 
 static void probe_close_maps(struct probe_syscall *p)
 {
-	winmap_close(&p->agg);
+	slotmap_close(&p->agg);
 	if (p->files)
 		probe_file_reset(p->files);
 	if (p->stacks)
@@ -143,8 +143,11 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	if (r)
 		return r;
 
-	r = winmap_prepare(&p->agg, skel->maps.agg_gen, "dc_agg", sizeof(struct dc_agg_key),
-			   sizeof(struct dc_agg_val), (unsigned)p->max_keys, p->percpu, p->ncpus);
+	skel->rodata->agg_max = (__u32)p->max_keys;
+	skel->rodata->agg_regions = p->percpu ? (__u32)p->ncpus : 1;
+	r = slotmap_prepare(&p->agg, skel->obj, "agg", sizeof(struct dc_agg_key),
+			    sizeof(struct dc_agg_val), (unsigned)p->max_keys,
+			    skel->rodata->agg_regions, agg_val_touched);
 	if (r)
 		return r;
 	if (p->files)
@@ -166,7 +169,7 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	r = syscall_bpf__load(skel);
 	if (r)
 		return r;
-	r = winmap_install(&p->agg);
+	r = slotmap_install(&p->agg);
 	if (!r && p->files)
 		r = probe_file_install(p->files);
 	if (!r && p->stacks)
@@ -221,7 +224,7 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return log_error_errno(-ENOMEM, "Out of memory");
-	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
+	p->agg.barrier_inner_fd = -1;
 	p->ncpus = libbpf_num_possible_cpus();
 	if (p->ncpus <= 0)
 		return log_error_errno(p->ncpus, "Cannot count possible CPUs: %m");
@@ -363,6 +366,12 @@ uint64_t probe_syscall_max_keys(const struct probe_syscall *p)
 	return p->max_keys;
 }
 
+uint64_t probe_syscall_slots(const struct probe_syscall *p, uint64_t *reclaimed)
+{
+	*reclaimed = p->agg.reclaimed;
+	return slotmap_used(&p->agg);
+}
+
 static int collect(const void *key, const void *values, int ncpus, void *ctx)
 {
 	struct probe_syscall *p = ctx;
@@ -416,7 +425,8 @@ int probe_syscall_flip_and_drain(struct probe_syscall *p, struct dc_drain_result
 	int r;
 
 	p->n = 0;
-	r = winmap_flip_and_drain(&p->agg, collect, p, &res->used_batch, &flip_us);
+	res->used_batch = false; /* read in place: no batch calls */
+	r = slotmap_flip_and_drain(&p->agg, collect, p, &flip_us);
 	if (r < 0)
 		return r;
 	percpu_counters_delta(p->skel->maps.counters, DC_CNT_MAX, p->ncpus, p->counters_prev,

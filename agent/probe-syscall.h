@@ -22,6 +22,8 @@ const char *probe_syscall_mechanism(const struct probe_syscall *p);
 const char *probe_syscall_detail(const struct probe_syscall *p);
 const char *probe_syscall_layout(const struct probe_syscall *p);
 uint64_t probe_syscall_max_keys(const struct probe_syscall *p);
+/* Slots of the window map in use, and given back since the start. */
+uint64_t probe_syscall_slots(const struct probe_syscall *p, uint64_t *reclaimed);
 /* Whether counters use plain adds (per-CPU maps on a non-preemptible kernel):
  * the other probe families follow the same decision. */
 bool probe_syscall_plain_updates(const struct probe_syscall *p);

@@ -818,6 +818,10 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 	json_u64(&j, s->max_keys);
 	json_key(&j, "layout");
 	json_str(&j, s->map_layout);
+	json_key(&j, "slots_in_use");
+	json_u64(&j, s->slots_in_use);
+	json_key(&j, "slots_reclaimed");
+	json_u64(&j, s->slots_reclaimed);
 	json_obj_end(&j);
 
 	json_key(&j, "probes");

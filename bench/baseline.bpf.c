@@ -7,8 +7,9 @@
  *             count and total time per (pid, syscall nr) in a per-CPU hash;
  *             and per block request, issue time in a hash, count, bytes and
  *             issue-to-completion time in a per-CPU array
- *   drain_gen - no program: the agent's system-call window map, for
- *             bench/drainbench.c to time the agent's flip and drain on
+ *   drain_gen, drain_* - no program: the agent's window maps (per-window
+ *             hash, slot map), for bench/drainbench.c to time the agent's
+ *             flip and drain on
  *   floor   - empty programs attached by baseline.c to a list of
  *             tracepoints: the agent's whole default attach set (bench/suite.py)
  *   uprobe  - empty entry and return programs on library functions (attached
@@ -19,8 +20,10 @@
 #include <bpf/bpf_tracing.h>
 #include "datacrumbs/syscall.h"
 #include "common.bpf.h"
+#include "slotmap.bpf.h"
 
 DC_WINDOW_MAP(drain_gen, struct dc_agg_key, struct dc_agg_val);
+DC_SLOT_MAP(drain, struct dc_agg_key, struct dc_agg_val);
 
 struct key {
 	__u32 pid;

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The agent's window drain, timed on a map of N keys: the agent's own
- * system-call window map type (struct dc_agg_key -> struct dc_agg_val,
- * per-CPU or shared hash behind a map-of-maps slot), closed and emptied by
- * the agent's own code (agent/winmap.c winmap_flip_and_drain ->
- * agent/drain.c drain_hash), each key's per-CPU values summed as the agent
- * does (agg_sum_add_val). The keys are written from user space, every CPU's
- * slot filled, before each repetition. Prints one line per repetition:
- *   "<keys> <percpu|shared> <max_entries> <flip us> <drain us> <batch 0|1>"
+ * system-call slot map (agent/slotmap.c, per-CPU regions or one shared
+ * region; "percpu", "shared"), or the per-window hash behind a map-of-maps
+ * slot it used before and the other layers still use (agent/winmap.c ->
+ * agent/drain.c; "hash-percpu", "hash-shared"), closed and emptied by the
+ * agent's own code, each key's per-CPU values summed as the agent does
+ * (agg_entry_fold). The keys are written from user space, every CPU's
+ * value filled, before each repetition. Prints one line per repetition:
+ *   "<keys> <layout> <max_entries> <flip us> <drain us> <batch 0|1>"
  * "floor" drains a shared hash of the same keys with 8-byte values (same
  * drain code, nothing folded, no flip): the kernel's own walk, whatever a
  * value holds; what any design keeping a per-window hash pays at least.
@@ -23,6 +24,7 @@
 
 #include "baseline.skel.h"
 #include "featvec.h"
+#include "slotmap.h"
 #include "winmap.h"
 
 struct sums {
@@ -122,22 +124,56 @@ static int floor_run(unsigned keys, unsigned max_entries, int reps)
 	return 0;
 }
 
+/* The same keys and values written where the programs would put them: each
+ * key its slot, every region (CPU) of the half being filled. */
+static int fill_slots(struct slotmap *m, unsigned n)
+{
+	unsigned half = m->st->seq & 1;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct dc_agg_key k = {.cgroup_id = 1, .tgid = 100000 + i / 50, .op = i % 50};
+		__u32 slot = i;
+
+		memcpy((struct dc_agg_key *)m->keys_mem + i, &k, sizeof(k));
+		if (bpf_map_update_elem(bpf_map__fd(m->idx), &k, &slot, BPF_ANY))
+			return -errno;
+		for (unsigned g = 0; g < m->regions; g++) {
+			struct dc_agg_val *v = (struct dc_agg_val *)m->vals_mem +
+					       ((size_t)half * m->regions + g) * m->max + i;
+
+			v->bytes = 4096;
+			v->time_ns = 1000 + i;
+			v->lat_hist[3] = 1;
+		}
+	}
+	m->st->hi = n;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	static const char *const layouts[] = {"percpu", "shared", "hash-percpu", "hash-shared",
+					      "floor"};
 	struct baseline_bpf *skel = NULL;
 	struct winmap w = {.inner_fd = {-1, -1}};
+	struct slotmap m = {.barrier_inner_fd = -1};
 	struct sums s = {};
 	unsigned keys, max_entries = 1;
-	int reps, ncpus, r = 1;
-	bool percpu;
+	int reps, ncpus, r = 1, layout = -1;
+	bool percpu, hash;
 
-	if (argc != 4 || atoi(argv[1]) <= 0 || atoi(argv[3]) <= 0 ||
-	    (strcmp(argv[2], "percpu") && strcmp(argv[2], "shared") && strcmp(argv[2], "floor"))) {
-		fprintf(stderr, "usage: drainbench KEYS percpu|shared|floor REPS\n");
+	for (int i = 0; argc == 4 && i < (int)(sizeof(layouts) / sizeof(*layouts)); i++)
+		if (!strcmp(argv[2], layouts[i]))
+			layout = i;
+	if (argc != 4 || atoi(argv[1]) <= 0 || atoi(argv[3]) <= 0 || layout < 0) {
+		fprintf(
+		    stderr,
+		    "usage: drainbench KEYS percpu|shared|hash-percpu|hash-shared|floor REPS\n");
 		return 2;
 	}
 	keys = (unsigned)atoi(argv[1]);
-	percpu = !strcmp(argv[2], "percpu");
+	percpu = strstr(argv[2], "percpu") != NULL;
+	hash = !strncmp(argv[2], "hash-", 5);
 	reps = atoi(argv[3]);
 	ncpus = libbpf_num_possible_cpus();
 	/* maps.max_keys an operator would set for this many keys: the next power of two */
@@ -149,20 +185,26 @@ int main(int argc, char **argv)
 	skel = baseline_bpf__open();
 	if (!s.e || !skel || ncpus <= 0)
 		goto out;
-	/* no program: only the window map is wanted */
+	/* no program: only the window maps are wanted */
 	for (struct bpf_program *p = bpf_object__next_program(skel->obj, NULL); p;
 	     p = bpf_object__next_program(skel->obj, p))
 		bpf_program__set_autoload(p, false);
+	skel->rodata->drain_max = max_entries;
+	skel->rodata->drain_regions = percpu ? (__u32)ncpus : 1;
 	if (winmap_prepare(&w, skel->maps.drain_gen, "dc_drainb", sizeof(struct dc_agg_key),
 			   sizeof(struct dc_agg_val), max_entries, percpu, ncpus) ||
-	    baseline_bpf__load(skel) || winmap_install(&w)) {
+	    slotmap_prepare(&m, skel->obj, "drain", sizeof(struct dc_agg_key),
+			    sizeof(struct dc_agg_val), max_entries, skel->rodata->drain_regions,
+			    agg_val_touched) ||
+	    baseline_bpf__load(skel) || winmap_install(&w) || slotmap_install(&m)) {
 		fprintf(stderr, "drainbench: cannot create the window maps: %m\n");
 		goto out;
 	}
 	for (int i = 0; i < reps; i++) {
 		unsigned long long flip_us, t0;
-		bool batch;
-		int e = fill(w.inner_fd[w.active], keys, percpu ? ncpus : 1);
+		bool batch = false;
+		int e = hash ? fill(w.inner_fd[w.active], keys, percpu ? ncpus : 1)
+			     : fill_slots(&m, keys);
 
 		if (e) {
 			fprintf(stderr, "drainbench: cannot fill the map: %s\n", strerror(-e));
@@ -170,7 +212,8 @@ int main(int argc, char **argv)
 		}
 		s.n = 0;
 		t0 = now_us();
-		e = winmap_flip_and_drain(&w, collect, &s, &batch, &flip_us);
+		e = hash ? winmap_flip_and_drain(&w, collect, &s, &batch, &flip_us)
+			 : slotmap_flip_and_drain(&m, collect, &s, &flip_us);
 		t0 = now_us() - t0;
 		if (e || s.n != keys) {
 			fprintf(stderr, "drainbench: drained %zu keys of %u: %s\n", s.n, keys,
@@ -183,6 +226,7 @@ int main(int argc, char **argv)
 	r = 0;
 out:
 	winmap_close(&w);
+	slotmap_close(&m);
 	baseline_bpf__destroy(skel);
 	free(s.e);
 	return r;

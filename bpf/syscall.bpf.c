@@ -9,12 +9,12 @@
  * the agent loads the cheapest one the kernel accepts (tp_btf, then raw_tp,
  * then the raw_syscalls tracepoint) and reports which.
  *
- * Windows: the aggregation map in use is the single slot of the map-of-maps
- * agg_gen. To close a window the agent points that slot at the other inner
- * map; the kernel's map-of-maps update waits for every running BPF program
- * to finish (maybe_wait_bpf_programs() -> synchronize_rcu()), so once the
- * update returns no program still writes the old map and the agent drains
- * it with nothing in flight: no increment lost, none counted twice.
+ * Windows: values live in a slot map (bpf/slotmap.bpf.h). To close a window
+ * the agent flips the half being filled and then updates a map-of-maps,
+ * which waits for every running BPF program to finish
+ * (maybe_wait_bpf_programs() -> synchronize_rcu()); once it returns no
+ * program still writes the old half, and the agent reads it with nothing
+ * in flight: no increment lost, none counted twice.
  */
 #include "dc_vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -27,6 +27,7 @@
 #include "file.bpf.h"
 #include "trace.bpf.h"
 #include "stacks.bpf.h"
+#include "slotmap.bpf.h"
 
 /* the user stack pointer, for the caller fix-up (x86_64 only: stacks.bpf.h) */
 #if defined(__TARGET_ARCH_x86)
@@ -44,8 +45,6 @@ const volatile bool plain_updates = false;
 const volatile __u8 nr_to_op[DC_NR_MAX] = {};
 const volatile __u8 op_size_src[DC_OP_MAX] = {};
 
-static const struct dc_agg_val zero_val;
-
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -61,7 +60,7 @@ struct {
 	__type(value, struct dc_stash);
 } stash_tid SEC(".maps");
 
-DC_WINDOW_MAP(agg_gen, struct dc_agg_key, struct dc_agg_val);
+DC_SLOT_MAP(agg, struct dc_agg_key, struct dc_agg_val);
 
 /* Calls whose key found no room in the window map: still counted, by op, so
  * that totals stay exact when attribution is lost. Monotonic. */
@@ -219,7 +218,6 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp)
 	struct dc_agg_val *v;
 	__u64 ts, size, lat, bytes = 0;
 	bool sized = false;
-	bool inserted;
 
 	if (!op)
 		return;
@@ -249,8 +247,10 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp)
 
 	key.tgid = tgid;
 	key.op = op;
-	v = dc_window_value(&agg_gen, &key, &zero_val, &inserted);
-	if (inserted)
+	v = agg_value(&key);
+	/* the first call of this process and op in this window (on this CPU):
+	 * refresh what the records say about the process */
+	if (v && !v->time_ns && !v->lat_hist[0])
 		proc_note(tgid);
 	if (!v) {
 		count(DC_CNT_AGG_FULL);

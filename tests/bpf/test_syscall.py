@@ -109,6 +109,46 @@ def scenario_overflow(agent_bin, wl_bin):
     c.done()
 
 
+def scenario_reclaim(agent_bin, wl_bin):
+    """Slots of processes that went idle go back: a map of 16 keys serves one
+    process after another, more keys over the run than it holds, with exact
+    counts and no map-full; a process that pauses long enough to lose its
+    slots and comes back is still counted exactly."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-wl-")
+    interval = 0.15
+    a = Agent(agent_bin, 'interval = %g;\nmaps = { max_keys = 16; };\n'
+              'filter = { include_comms = ["dcslot", "dcslot-long"]; };\n' % interval)
+    params = dict(iters=200, threads=1, size=1001, dir=tmp)
+    # a process idle mid-run (its slots given back) that comes back
+    longp = dict(iters=4000, threads=1, size=777, pause_ms=3000, dir=tmp)
+    w_long = run_workload(wl_bin, comm="dcslot-long", **longp)
+    pids = []
+    for _ in range(8):
+        pids.append(workload_pid(run_workload(wl_bin, comm="dcslot", **params)))
+        # two idle drains, then the next close gives the slots back
+        time.sleep(5 * interval)
+    pid_long = workload_pid(w_long)
+    c.eq(a.stop(), 0, "agent exits 0")
+    recs = a.records()
+    check_schema(c, recs)
+    agents = [r for r in recs if r["type"] == "agent"]
+    keys = {(r["pid"], op) for r in recs if r["type"] == "features" and r["pid"] in pids
+            for op in r["ops"]}
+    c.check(len(keys) > 16, "the short processes used %d keys over the run, more than the "
+            "map's 16 slots" % len(keys))
+    c.eq(sum(r["drops"]["agg_map_full"] for r in agents), 0,
+         "no map-full: the slots of finished processes were given back")
+    c.check(max(r["maps"]["slots_reclaimed"] for r in agents) >= len(keys) - 16,
+            "slots given back, as the agent record counts them (%d)"
+            % max(r["maps"]["slots_reclaimed"] for r in agents))
+    c.check(all(r["maps"]["slots_in_use"] <= 16 for r in agents), "never more slots in use than 16")
+    for i, pid in enumerate(pids):
+        check_exact(c, recs, pid, params, "short process %d" % i)
+    check_exact(c, recs, pid_long, longp, "a process that paused past the reclaim")
+    c.done()
+
+
 def scenario_sigterm(agent_bin, wl_bin):
     """A 60 s window never closes by itself: SIGTERM must publish it; stdout sink."""
     c = Checks()
@@ -712,7 +752,8 @@ def main():
         return scenario_jobs(agent_bin, wl_bin)
     if scenario == "filters":
         return scenario_filters(agent_bin, wl_bin)
-    {"exact": scenario_exact, "overflow": scenario_overflow, "sigterm": scenario_sigterm,
+    {"exact": scenario_exact, "overflow": scenario_overflow, "reclaim": scenario_reclaim,
+     "sigterm": scenario_sigterm,
      "duration": scenario_sigint_duration}[scenario](agent_bin, wl_bin)
 
 

@@ -103,6 +103,35 @@ int main(void)
 	CHECK_U64(s.count, 2 * (3ULL + 0xFFFFFFFFu), "count is the sum of the latency slots");
 	agg_sum_delta(&d, &s, &s);
 	CHECK_U64(d.count, 0, "delta of equal snapshots");
+
+	/* a key drained from two slots in one window is one entry */
+	{
+		struct dc_agg_entry m[5] = {
+		    {.tgid = 1, .cgroup_id = 1, .op = 2, .v = {.count = 1, .bytes = 10}},
+		    {.tgid = 1, .cgroup_id = 1, .op = 2, .v = {.count = 2, .bytes = 20}},
+		    {.tgid = 1, .cgroup_id = 1, .op = 3, .v = {.count = 4}},
+		    {.tgid = 2, .cgroup_id = 1, .op = 2, .v = {.count = 8}},
+		    {.tgid = 2, .cgroup_id = 1, .op = 2, .v = {.count = 16}},
+		};
+		size_t n = featvec_merge(m, 5);
+
+		CHECK_U64(n, 3, "duplicates merged, distinct keys kept");
+		CHECK(m[0].op == 2 && m[0].v.count == 3 && m[0].v.bytes == 30,
+		      "the merged entry sums both (count %llu, bytes %llu)",
+		      (unsigned long long)m[0].v.count, (unsigned long long)m[0].v.bytes);
+		CHECK(m[1].op == 3 && m[1].v.count == 4, "the next key moves up untouched");
+		CHECK(m[2].tgid == 2 && m[2].v.count == 24, "a trailing pair merged");
+		CHECK_U64(featvec_merge(m, 0), 0, "nothing to merge");
+	}
+	{
+		struct dc_agg_val z = {}, zero_ns = {}, t = {};
+
+		zero_ns.lat_hist[0] = 1;
+		t.time_ns = 5;
+		CHECK(!agg_val_touched(&z), "a zeroed slot holds nothing");
+		CHECK(agg_val_touched(&zero_ns), "a call of 0 ns counts (latency slot 0)");
+		CHECK(agg_val_touched(&t), "a call with time counts");
+	}
 	/* an agent record with every layer on: every counter has a name */
 	{
 		struct dc_agent_stats st = {

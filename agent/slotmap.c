@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "slotmap.h"
+
+/* meta[s]: the slot's state in the low two bits, windows idle above them */
+enum { SLOT_FREE = 0, SLOT_LIVE = 1, SLOT_HELD = 2 };
+#define META(state, idle) ((uint8_t)((state) | (idle) << 2))
+#define IDLE_MAX	  63
+/* drains with nothing in either half before a slot is given back */
+#define IDLE_RECLAIM 2
+
+static unsigned long long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000;
+}
+
+static size_t stride(size_t sz)
+{
+	return (sz + 7) / 8 * 8; /* an array map's element size */
+}
+
+static size_t page_round(size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (n + pg - 1) / pg * pg;
+}
+
+static struct bpf_map *find(struct bpf_object *obj, const char *name, const char *part)
+{
+	char n[128];
+
+	snprintf(n, sizeof(n), "%s_%s", name, part);
+	return bpf_object__find_map_by_name(obj, n);
+}
+
+int slotmap_prepare(struct slotmap *m, struct bpf_object *obj, const char *name, size_t ksz,
+		    size_t vsz, unsigned max, unsigned regions, bool (*touched)(const void *))
+{
+	uint64_t nvals = 2ULL * regions * max;
+	int r;
+
+	*m = (struct slotmap){.barrier_inner_fd = -1,
+			      .max = max,
+			      .regions = regions,
+			      .ksz = ksz,
+			      .vsz = vsz,
+			      .touched = touched};
+	m->idx = find(obj, name, "idx");
+	m->keys = find(obj, name, "keys");
+	m->vals = find(obj, name, "vals");
+	m->freeq = find(obj, name, "free");
+	m->state = find(obj, name, "state");
+	m->barrier = find(obj, name, "barrier");
+	if (!m->idx || !m->keys || !m->vals || !m->freeq || !m->state || !m->barrier)
+		return -ENOENT;
+	/* the programs index the values with 32 bits */
+	if (!max || !regions || nvals > UINT32_MAX)
+		return -E2BIG;
+	r = bpf_map__set_max_entries(m->idx, max);
+	if (!r)
+		r = bpf_map__set_max_entries(m->keys, max);
+	if (!r)
+		r = bpf_map__set_max_entries(m->vals, (__u32)nvals);
+	if (!r)
+		r = bpf_map__set_max_entries(m->freeq, max);
+	if (r)
+		return r;
+	m->barrier_inner_fd =
+	    bpf_map_create(BPF_MAP_TYPE_ARRAY, "dc_barrier", sizeof(__u32), sizeof(__u32), 1, NULL);
+	if (m->barrier_inner_fd < 0)
+		return -errno;
+	return bpf_map__set_inner_map_fd(m->barrier, m->barrier_inner_fd);
+}
+
+static void *map_mem(struct bpf_map *map, size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int slotmap_install(struct slotmap *m)
+{
+	__u32 zero = 0;
+
+	m->keys_len = page_round(stride(m->ksz) * m->max);
+	m->vals_len = page_round(stride(m->vsz) * 2 * m->regions * (size_t)m->max);
+	m->state_len = page_round(sizeof(struct dc_slot_state));
+	m->keys_mem = map_mem(m->keys, m->keys_len);
+	m->vals_mem = map_mem(m->vals, m->vals_len);
+	m->st = map_mem(m->state, m->state_len);
+	m->meta = calloc(m->max, 1);
+	m->pending = calloc(m->max, sizeof(*m->pending));
+	m->scratch = calloc(m->regions, stride(m->vsz));
+	if (!m->keys_mem || !m->vals_mem || !m->st)
+		return -errno;
+	if (!m->meta || !m->pending || !m->scratch)
+		return -ENOMEM;
+	return bpf_map_update_elem(bpf_map__fd(m->barrier), &zero, &m->barrier_inner_fd, BPF_ANY)
+		   ? -errno
+		   : 0;
+}
+
+/* Out of the index, in batches; a key already gone stops a batch where it
+ * stands, and the rest go on. */
+static void delete_keys(struct slotmap *m, const void *keys, __u32 n)
+{
+	int fd = bpf_map__fd(m->idx);
+
+	while (n) {
+		__u32 count = n;
+
+		if (!bpf_map_delete_batch(fd, keys, &count, NULL))
+			return;
+		if (!count && errno != ENOENT) {
+			/* no batch deletes for hash maps before 5.6 */
+			for (__u32 i = 0; i < n; i++)
+				bpf_map_delete_elem(fd, (const char *)keys + i * m->ksz);
+			return;
+		}
+		count++; /* the key that stopped it */
+		if (count >= n)
+			return;
+		keys = (const char *)keys + count * m->ksz;
+		n -= count;
+	}
+}
+
+static void reclaim(struct slotmap *m, unsigned hi)
+{
+	char batch[256 * 32];
+	unsigned per = sizeof(batch) / m->ksz, nb = 0;
+
+	for (unsigned s = 0; s < hi; s++) {
+		if ((m->meta[s] & 3) != SLOT_LIVE || (m->meta[s] >> 2) < IDLE_RECLAIM)
+			continue;
+		memcpy(batch + (size_t)nb * m->ksz, (char *)m->keys_mem + s * stride(m->ksz),
+		       m->ksz);
+		if (++nb == per) {
+			delete_keys(m, batch, nb);
+			nb = 0;
+		}
+		m->meta[s] = META(SLOT_HELD, 0);
+		m->pending[m->n_pending++] = s;
+		m->reclaimed++;
+	}
+	if (nb)
+		delete_keys(m, batch, nb);
+}
+
+int slotmap_flip_and_drain(struct slotmap *m, drain_cb cb, void *ctx, unsigned long long *flip_us)
+{
+	uint32_t seq = __atomic_load_n(&m->st->seq, __ATOMIC_RELAXED), half = seq & 1, zero = 0;
+	size_t vs = stride(m->vsz);
+	unsigned long long t0 = now_us();
+	unsigned hi, held = m->n_pending;
+	int fq = bpf_map__fd(m->freeq), r = 0;
+
+	__atomic_store_n(&m->st->seq, seq + 1, __ATOMIC_SEQ_CST);
+	/* a program that read the old half runs under RCU: once this returns,
+	 * none is left (the same wait a window map's flip relies on) */
+	if (bpf_map_update_elem(bpf_map__fd(m->barrier), &zero, &m->barrier_inner_fd, BPF_ANY))
+		return -errno;
+	*flip_us = now_us() - t0;
+	hi = __atomic_load_n(&m->st->hi, __ATOMIC_ACQUIRE);
+	if (hi > m->max)
+		hi = m->max;
+	for (unsigned s = 0; s < hi; s++) {
+		char *base = (char *)m->vals_mem + ((size_t)half * m->regions * m->max + s) * vs;
+		uint8_t state = m->meta[s] & 3, idle = m->meta[s] >> 2;
+		bool any = false;
+
+		for (unsigned g = 0; g < m->regions && !any; g++)
+			any = m->touched(base + (size_t)g * m->max * vs);
+		if (!any) {
+			if (state == SLOT_LIVE && idle < IDLE_MAX)
+				idle++;
+			m->meta[s] = META(state, idle);
+			continue;
+		}
+		for (unsigned g = 0; g < m->regions; g++) {
+			char *v = base + (size_t)g * m->max * vs, *d = (char *)m->scratch + g * vs;
+
+			if (m->touched(v)) {
+				memcpy(d, v, m->vsz);
+				memset(v, 0, m->vsz);
+			} else {
+				memset(d, 0, m->vsz);
+			}
+		}
+		if (!r)
+			r = cb((char *)m->keys_mem + s * stride(m->ksz), m->scratch,
+			       (int)m->regions, ctx);
+		/* a slot handed out from the free queue shows up here first */
+		m->meta[s] = META(state == SLOT_FREE ? SLOT_LIVE : state, 0);
+	}
+	/* held back at the last close: after this close's grace period and
+	 * drain, no program can reach them and nothing of theirs is unread */
+	for (unsigned i = 0; i < held; i++) {
+		__u32 s = m->pending[i];
+
+		if (!bpf_map_update_elem(fq, NULL, &s, BPF_ANY))
+			m->meta[s] = META(SLOT_FREE, 0);
+		else
+			m->meta[s] = META(SLOT_LIVE, 0); /* not returned: tried again later */
+	}
+	m->n_pending = 0;
+	reclaim(m, hi);
+	return r;
+}
+
+unsigned slotmap_used(const struct slotmap *m)
+{
+	unsigned n = 0;
+	unsigned hi = m->st ? __atomic_load_n(&m->st->hi, __ATOMIC_RELAXED) : 0;
+
+	if (hi > m->max)
+		hi = m->max;
+	for (unsigned s = 0; s < hi; s++)
+		n += (m->meta[s] & 3) != SLOT_FREE;
+	return n;
+}
+
+void slotmap_close(struct slotmap *m)
+{
+	if (m->keys_mem)
+		munmap(m->keys_mem, m->keys_len);
+	if (m->vals_mem)
+		munmap(m->vals_mem, m->vals_len);
+	if (m->st)
+		munmap(m->st, m->state_len);
+	if (m->barrier_inner_fd >= 0)
+		close(m->barrier_inner_fd);
+	free(m->meta);
+	free(m->pending);
+	free(m->scratch);
+	*m = (struct slotmap){.barrier_inner_fd = -1};
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef DC_SLOTMAP_H
+#define DC_SLOTMAP_H
+
+#include <bpf/libbpf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "datacrumbs/slotmap.h"
+#include "drain.h"
+
+/*
+ * The agent's side of a slot map (include/datacrumbs/slotmap.h,
+ * bpf/slotmap.bpf.h): the values are mapped into the agent, and a window is
+ * closed by flipping the half the programs fill, waiting for a grace
+ * period, then reading the idle half in slot order.
+ *
+ * Slots are given back by idleness: a slot with nothing in two consecutive
+ * drains (both halves) has its key deleted from the index and is held
+ * back; at the next window close, after that close's grace period, no
+ * program can still hold the slot from its old lookup, and once that
+ * drain has read whatever such a program added, the slot goes to the
+ * kernel's free queue. A key that comes back in between gets a new slot;
+ * for that window both slots carry it, and the caller merges the two
+ * (featvec_merge()).
+ */
+struct slotmap {
+	struct bpf_map *idx, *keys, *vals, *freeq, *state, *barrier;
+	int barrier_inner_fd;
+	unsigned max, regions;
+	size_t ksz, vsz;
+	void *keys_mem, *vals_mem;
+	size_t keys_len, vals_len, state_len;
+	struct dc_slot_state *st;
+	uint8_t *meta; /* per slot: state and windows idle (agent/slotmap.c) */
+	uint32_t *pending;
+	unsigned n_pending;
+	void *scratch; /* one value per region, for the drain callback */
+	bool (*touched)(const void *value);
+	/* since the start: slots given back, and keys found in two slots */
+	uint64_t reclaimed;
+};
+
+/* Before load: find NAME_{idx,keys,vals,free,state,barrier} in obj and
+ * size them for max slots of regions regions (1 shared, else one per CPU).
+ * touched() says whether a value holds anything (zeroed = untouched). The
+ * caller sets the object's NAME_max and NAME_regions rodata to the same. */
+int slotmap_prepare(struct slotmap *m, struct bpf_object *obj, const char *name, size_t ksz,
+		    size_t vsz, unsigned max, unsigned regions, bool (*touched)(const void *));
+/* After load: map the keys, values and state into the agent. */
+int slotmap_install(struct slotmap *m);
+/* Close the window and hand each key that has anything to cb (values:
+ * regions of vsz bytes, contiguous); *flip_us gets the flip and wait. */
+int slotmap_flip_and_drain(struct slotmap *m, drain_cb cb, void *ctx, unsigned long long *flip_us);
+/* Slots in use (handed out and not given back). */
+unsigned slotmap_used(const struct slotmap *m);
+void slotmap_close(struct slotmap *m);
+
+#endif

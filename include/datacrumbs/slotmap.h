@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A slot map: per-window aggregation whose values the agent reads in place.
+ *
+ * A hash maps each key to a slot, once for the key's life (not per window);
+ * the values live in an mmap-able array, two halves (the window being
+ * filled and the one being drained), each with one region per CPU (per-CPU
+ * layout) or one shared region. Closing a window flips the half in `seq`
+ * and waits for an RCU grace period; draining reads the idle half from
+ * memory, in slot order, and zeroes what it read. No per-window hash walk:
+ * that walk alone costs ~300 ns per key in the kernel whatever the value
+ * size (bench/drainbench floor), which is what kept 100,000 keys from
+ * draining in 20 ms.
+ *
+ * Slots of keys idle for two windows go back to the kernel through a queue
+ * map; agent/slotmap.c explains why that is safe. Shared by bpf/slotmap.bpf.h
+ * and agent/slotmap.c.
+ */
+#ifndef DATACRUMBS_SLOTMAP_H
+#define DATACRUMBS_SLOTMAP_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+struct dc_slot_state {
+	__u32 seq; /* window number: bit 0 is the half of the values being filled */
+	__u32 hi;  /* slots handed out from the never-used range so far (may pass max) */
+};
+
+#define DC_SLOT_NONE 0xFFFFFFFFu
+
+#endif
