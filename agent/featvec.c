@@ -34,6 +34,16 @@ void agg_entry_fold(struct dc_agg_entry *e, const struct dc_agg_key *k, const vo
 							    (size_t)c * sizeof(struct dc_agg_val)));
 }
 
+void agg_entry_fold_each(struct dc_agg_entry *e, const struct dc_agg_key *k,
+			 const void *const *values, unsigned n)
+{
+	e->cgroup_id = k->cgroup_id;
+	e->tgid = k->tgid;
+	e->op = k->op;
+	for (unsigned i = 0; i < n; i++)
+		agg_sum_add_val(&e->v, values[i]);
+}
+
 void agg_sum_add(struct dc_agg_sum *s, const struct dc_agg_sum *o)
 {
 	s->count += o->count;

@@ -372,16 +372,15 @@ uint64_t probe_syscall_slots(const struct probe_syscall *p, uint64_t *reclaimed)
 	return slotmap_used(&p->agg);
 }
 
-static int collect(const void *key, const void *values, int ncpus, void *ctx)
+static int collect(const void *key, const void *const *values, unsigned n, void *ctx)
 {
 	struct probe_syscall *p = ctx;
-	const struct dc_agg_key *k = key;
 	struct dc_agg_entry *e;
 
 	e = VEC_PUSH(p->entries, p->n, p->cap);
 	if (!e)
 		return -ENOMEM;
-	agg_entry_fold(e, k, values, ncpus);
+	agg_entry_fold_each(e, key, values, n);
 	return 0;
 }
 

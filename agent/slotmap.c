@@ -104,10 +104,10 @@ int slotmap_install(struct slotmap *m)
 	m->st = map_mem(m->state, m->state_len);
 	m->meta = calloc(m->max, 1);
 	m->pending = calloc(m->max, sizeof(*m->pending));
-	m->scratch = calloc(m->regions, stride(m->vsz));
+	m->touched_vals = calloc(m->regions, sizeof(*m->touched_vals));
 	if (!m->keys_mem || !m->vals_mem || !m->st)
 		return -errno;
-	if (!m->meta || !m->pending || !m->scratch)
+	if (!m->meta || !m->pending || !m->touched_vals)
 		return -ENOMEM;
 	return bpf_map_update_elem(bpf_map__fd(m->barrier), &zero, &m->barrier_inner_fd, BPF_ANY)
 		   ? -errno
@@ -161,7 +161,7 @@ static void reclaim(struct slotmap *m, unsigned hi)
 		delete_keys(m, batch, nb);
 }
 
-int slotmap_flip_and_drain(struct slotmap *m, drain_cb cb, void *ctx, unsigned long long *flip_us)
+int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned long long *flip_us)
 {
 	uint32_t seq = __atomic_load_n(&m->st->seq, __ATOMIC_RELAXED), half = seq & 1, zero = 0;
 	size_t vs = stride(m->vsz);
@@ -181,29 +181,24 @@ int slotmap_flip_and_drain(struct slotmap *m, drain_cb cb, void *ctx, unsigned l
 	for (unsigned s = 0; s < hi; s++) {
 		char *base = (char *)m->vals_mem + ((size_t)half * m->regions * m->max + s) * vs;
 		uint8_t state = m->meta[s] & 3, idle = m->meta[s] >> 2;
-		bool any = false;
+		unsigned n = 0;
 
-		for (unsigned g = 0; g < m->regions && !any; g++)
-			any = m->touched(base + (size_t)g * m->max * vs);
-		if (!any) {
+		for (unsigned g = 0; g < m->regions; g++) {
+			char *v = base + (size_t)g * m->max * vs;
+
+			if (m->touched(v))
+				m->touched_vals[n++] = v;
+		}
+		if (!n) {
 			if (state == SLOT_LIVE && idle < IDLE_MAX)
 				idle++;
 			m->meta[s] = META(state, idle);
 			continue;
 		}
-		for (unsigned g = 0; g < m->regions; g++) {
-			char *v = base + (size_t)g * m->max * vs, *d = (char *)m->scratch + g * vs;
-
-			if (m->touched(v)) {
-				memcpy(d, v, m->vsz);
-				memset(v, 0, m->vsz);
-			} else {
-				memset(d, 0, m->vsz);
-			}
-		}
 		if (!r)
-			r = cb((char *)m->keys_mem + s * stride(m->ksz), m->scratch,
-			       (int)m->regions, ctx);
+			r = cb((char *)m->keys_mem + s * stride(m->ksz), m->touched_vals, n, ctx);
+		for (unsigned i = 0; i < n; i++)
+			memset((void *)m->touched_vals[i], 0, m->vsz);
 		/* a slot handed out from the free queue shows up here first */
 		m->meta[s] = META(state == SLOT_FREE ? SLOT_LIVE : state, 0);
 	}
@@ -246,6 +241,6 @@ void slotmap_close(struct slotmap *m)
 		close(m->barrier_inner_fd);
 	free(m->meta);
 	free(m->pending);
-	free(m->scratch);
+	free(m->touched_vals);
 	*m = (struct slotmap){.barrier_inner_fd = -1};
 }

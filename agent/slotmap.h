@@ -36,7 +36,7 @@ struct slotmap {
 	uint8_t *meta; /* per slot: state and windows idle (agent/slotmap.c) */
 	uint32_t *pending;
 	unsigned n_pending;
-	void *scratch; /* one value per region, for the drain callback */
+	const void **touched_vals; /* one pointer per region, for the drain callback */
 	bool (*touched)(const void *value);
 	/* since the start: slots given back, and keys found in two slots */
 	uint64_t reclaimed;
@@ -50,9 +50,13 @@ int slotmap_prepare(struct slotmap *m, struct bpf_object *obj, const char *name,
 		    size_t vsz, unsigned max, unsigned regions, bool (*touched)(const void *));
 /* After load: map the keys, values and state into the agent. */
 int slotmap_install(struct slotmap *m);
-/* Close the window and hand each key that has anything to cb (values:
- * regions of vsz bytes, contiguous); *flip_us gets the flip and wait. */
-int slotmap_flip_and_drain(struct slotmap *m, drain_cb cb, void *ctx, unsigned long long *flip_us);
+/* A key that counted anything in the window: its value in each of the n
+ * regions (CPUs) that counted, read in place (zeroed once cb returns). */
+typedef int (*slot_cb)(const void *key, const void *const *vals, unsigned n, void *ctx);
+
+/* Close the window and hand each key that has anything to cb; *flip_us
+ * gets the flip and wait. */
+int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned long long *flip_us);
 /* Slots in use (handed out and not given back). */
 unsigned slotmap_used(const struct slotmap *m);
 void slotmap_close(struct slotmap *m);

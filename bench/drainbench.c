@@ -44,6 +44,17 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 	return 0;
 }
 
+/* the same for the slot map (agent/probe-syscall.c collect()) */
+static int collect_slots(const void *key, const void *const *values, unsigned n, void *ctx)
+{
+	struct sums *s = ctx;
+	struct dc_agg_entry *e = &s->e[s->n++];
+
+	memset(e, 0, sizeof(*e));
+	agg_entry_fold_each(e, key, values, n);
+	return 0;
+}
+
 static int count_key(const void *key, const void *values, int ncpus, void *ctx)
 {
 	(void)key, (void)values, (void)ncpus;
@@ -213,7 +224,7 @@ int main(int argc, char **argv)
 		s.n = 0;
 		t0 = now_us();
 		e = hash ? winmap_flip_and_drain(&w, collect, &s, &batch, &flip_us)
-			 : slotmap_flip_and_drain(&m, collect, &s, &flip_us);
+			 : slotmap_flip_and_drain(&m, collect_slots, &s, &flip_us);
 		t0 = now_us() - t0;
 		if (e || s.n != keys) {
 			fprintf(stderr, "drainbench: drained %zu keys of %u: %s\n", s.n, keys,
