@@ -867,6 +867,40 @@ bool fj_u64(const struct fj *v, uint64_t *out)
 	return v && v->type == FJ_NUM && parse_u64(v->str, strlen(v->str), out);
 }
 
+bool fj_us_ns(const struct fj *v, uint64_t *out)
+{
+	const char *s;
+	uint64_t ns = 0;
+	int frac = -1;
+	double d;
+
+	if (!v || v->type != FJ_NUM)
+		return false;
+	/* digits, and up to three decimals, exactly: a double holds a
+	 * wall-clock microsecond count to about 0.25 µs only */
+	for (s = v->str; *s; s++) {
+		if (*s == '.' && frac < 0) {
+			frac = 0;
+			continue;
+		}
+		if (*s < '0' || *s > '9' || frac >= 3 || ns > UINT64_MAX / 10 - 10)
+			break;
+		ns = ns * 10 + (uint64_t)(*s - '0');
+		if (frac >= 0)
+			frac++;
+	}
+	if (!*s && s != v->str) {
+		for (int i = frac < 0 ? 0 : frac; i < 3; i++)
+			ns *= 10;
+		*out = ns;
+		return true;
+	}
+	if (!fj_double(v, &d) || d < 0)
+		return false;
+	*out = (uint64_t)(d * 1000 + 0.5);
+	return true;
+}
+
 bool fj_double(const struct fj *v, double *out)
 {
 	char *e;

@@ -108,5 +108,8 @@ const struct fj *fj_get(const struct fj *obj, const char *key);
 const char *fj_str(const struct fj *v); /* NULL unless a string */
 bool fj_u64(const struct fj *v, uint64_t *out);
 bool fj_double(const struct fj *v, double *out);
+/* A time in microseconds (ts, dur) as nanoseconds, the literal's decimals
+ * read exactly. */
+bool fj_us_ns(const struct fj *v, uint64_t *out);
 
 #endif

@@ -57,6 +57,7 @@ struct mapping {
 struct procmaps {
 	uint32_t pid;
 	bool read_ok;
+	uint64_t start_ns; /* 0: not announced */
 	uint64_t tick;
 	uint64_t batch; /* the batch it was last read in: one re-read per batch */
 	struct mapping *m;
@@ -551,13 +552,24 @@ void sym_new_batch(struct symbolizer *s)
 	s->batch++;
 }
 
-void sym_note_pid(struct symbolizer *s, uint32_t pid)
+void sym_note_pid(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
 {
 	bool fresh;
 	struct procmaps *p = pid_slot(s, pid, &fresh);
 
-	if (fresh)
-		maps_read(s, p);
+	if (!fresh && (!start_ns || p->start_ns == start_ns))
+		return;
+	p->start_ns = start_ns;
+	if (maps_read(s, p) < 0)
+		return;
+	/* objects are cached by file, shared by every process mapping them:
+	 * only a binary not seen before costs a read here */
+	for (size_t i = 0; i < p->n; i++) {
+		const struct mapping *m = &p->m[i];
+
+		if (m->path[0] && m->path[0] != '[' && m->ino)
+			obj_get(s, pid, m);
+	}
 }
 
 static const struct mapping *find_mapping(const struct procmaps *p, uint64_t addr)
