@@ -257,7 +257,7 @@ static int on_newpid(void *ctx, void *data, size_t size)
 	const struct dc_stk_newpid *e = data;
 
 	if (size >= sizeof(*e))
-		sym_note_pid(s->sym, e->tgid, e->start_ns);
+		sym_note_pid(s->sym, e->tgid, e->ident);
 	return 0;
 }
 

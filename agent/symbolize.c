@@ -57,7 +57,7 @@ struct mapping {
 struct procmaps {
 	uint32_t pid;
 	bool read_ok;
-	uint64_t start_ns; /* 0: not announced */
+	uint64_t ident; /* the address space last announced; 0: none */
 	uint64_t tick;
 	uint64_t batch; /* the batch it was last read in: one re-read per batch */
 	struct mapping *m;
@@ -498,17 +498,19 @@ static int maps_read(struct symbolizer *s, struct procmaps *p)
 	_cleanup_fclose_ FILE *f = NULL;
 	size_t cap = 0;
 
-	for (size_t i = 0; i < p->n; i++)
-		free(p->m[i].path);
-	p->n = 0;
 	s->st.maps_reads++;
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
 	f = fopen(path, "re");
 	if (!f) {
+		/* gone: the mappings read while it ran (announced) stay the best
+		 * there is */
 		s->st.maps_failures++;
 		p->read_ok = false;
 		return -errno;
 	}
+	for (size_t i = 0; i < p->n; i++)
+		free(p->m[i].path);
+	p->n = 0;
 	while (fgets(line, sizeof(line), f)) {
 		/* start-end perms offset major:minor inode path */
 		uint64_t start, end, off, maj, min, ino;
@@ -552,14 +554,14 @@ void sym_new_batch(struct symbolizer *s)
 	s->batch++;
 }
 
-void sym_note_pid(struct symbolizer *s, uint32_t pid, uint64_t start_ns)
+void sym_note_pid(struct symbolizer *s, uint32_t pid, uint64_t ident)
 {
 	bool fresh;
 	struct procmaps *p = pid_slot(s, pid, &fresh);
 
-	if (!fresh && (!start_ns || p->start_ns == start_ns))
+	if (!fresh && (!ident || p->ident == ident))
 		return;
-	p->start_ns = start_ns;
+	p->ident = ident;
 	if (maps_read(s, p) < 0)
 		return;
 	/* objects are cached by file, shared by every process mapping them:

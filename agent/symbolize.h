@@ -47,11 +47,11 @@ int sym_user(struct symbolizer *s, uint32_t pid, uint64_t addr, struct sym_frame
  * A process announced while it runs (bpf/stacks.bpf.h stk_newpid): read its
  * mappings now and load the objects they map (through its map_files, which
  * vanish with it), so that its frames are named at the drain even if it has
- * exited by then. start_ns (its start time; 0: unknown) tells a new process
- * under a reused pid from the one cached: its mappings are read afresh.
- * Cheap when known. Bounded by the same LRUs as the drain's lookups.
+ * exited by then. ident names the address space (0: unknown): another one
+ * (a reused pid, an exec, new mappings) is read afresh, the same one is not.
+ * Bounded by the same LRUs as the drain's lookups.
  */
-void sym_note_pid(struct symbolizer *s, uint32_t pid, uint64_t start_ns);
+void sym_note_pid(struct symbolizer *s, uint32_t pid, uint64_t ident);
 /* A new batch of lookups (a window's drain): a process's mappings are
  * re-read at most once per batch when an address falls outside them. */
 void sym_new_batch(struct symbolizer *s);

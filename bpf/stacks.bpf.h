@@ -61,10 +61,12 @@ struct {
 
 static const struct dc_stk_val stk_zero;
 
-/* Processes announced to the agent, by tgid: the start time of the one
- * announced, so that a reused pid is announced again. LRU: a node's
- * processes come and go; an evicted live process is announced once more
- * (the agent then only finds its mappings cached). */
+/* Processes announced to the agent, by tgid: the identity of the address
+ * space announced (start time, mm, mapping count), so that a reused pid,
+ * an exec or new mappings announce it again. Only looked at on a window's
+ * new key, so a process that maps and unmaps all the time is announced at
+ * most once per new stack. LRU: a node's processes come and go; an
+ * evicted live process is announced once more. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
@@ -202,18 +204,21 @@ static __always_inline __u64 stk_leaf_caller(const struct stk_call *sc)
 }
 
 /* Exit: the call's verdict, its user stack, its key. */
-/* On a process's first new key of a window: announce it if the agent has
- * not heard of this process (this pid with this start time) yet. */
+/* On a new key of a window: announce the process if the agent has not
+ * seen its address space as it is now. */
 static __always_inline void stk_announce(__u32 tgid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 start = BPF_CORE_READ(task, group_leader, start_time);
+	struct mm_struct *mm = BPF_CORE_READ(task, mm);
+	__u64 ident = BPF_CORE_READ(task, group_leader, start_time) ^
+		      ((__u64)mm * 0x9E3779B97F4A7C15ULL) ^
+		      ((__u64)(__u32)BPF_CORE_READ(mm, map_count) << 40);
 	__u64 *seen = bpf_map_lookup_elem(&stk_pids, &tgid);
 	struct dc_stk_newpid *e;
 
-	if (seen && *seen == start)
+	if (seen && *seen == ident)
 		return;
-	if (bpf_map_update_elem(&stk_pids, &tgid, &start, BPF_ANY))
+	if (bpf_map_update_elem(&stk_pids, &tgid, &ident, BPF_ANY))
 		return;
 	e = bpf_ringbuf_reserve(&stk_newpid, sizeof(*e), 0);
 	if (!e) {
@@ -225,7 +230,7 @@ static __always_inline void stk_announce(__u32 tgid)
 	}
 	e->tgid = tgid;
 	e->pad = 0;
-	e->start_ns = start;
+	e->ident = ident;
 	bpf_ringbuf_submit(e, 0);
 	dc_count(&stk_counters, DC_STK_CNT_ANNOUNCED);
 }

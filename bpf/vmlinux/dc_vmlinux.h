@@ -64,6 +64,7 @@ struct pt_regs {
 struct file;
 struct mm_struct {
 	struct file *exe_file; /* what exec() ran; prctl(PR_SET_MM_EXE_FILE) may swap it */
+	int map_count;	       /* mappings: changes with mmap, munmap, exec */
 };
 
 typedef struct {

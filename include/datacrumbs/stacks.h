@@ -121,13 +121,15 @@ enum dc_stk_counter {
 	DC_STK_CNT_MAX = 7,
 };
 
-/* A process whose user stacks were captured for the first time (or a new
- * process under a reused pid): the agent reads its mappings and opens its
- * objects while it still runs, instead of at the window's drain. */
+/* A process whose user stacks were captured for the first time, or whose
+ * address space changed since it was last announced (a reused pid, an
+ * exec, new mappings: the loader maps libc after the first calls): the
+ * agent reads its mappings and opens its objects while it still runs,
+ * instead of at the window's drain. */
 struct dc_stk_newpid {
 	__u32 tgid;
 	__u32 pad;
-	__u64 start_ns; /* the process's start (CLOCK_MONOTONIC, its leader's start_time) */
+	__u64 ident; /* start time, mm and mapping count, mixed: equal means unchanged */
 };
 
 #endif
