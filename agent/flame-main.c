@@ -309,7 +309,8 @@ static int layers_file(const struct opts *o, struct flame_span **sp, size_t *n, 
 				}
 			}
 			if (ph && !strcmp(ph, "X") && name && cat &&
-			    fj_us_ns(fj_get(&ev, "ts"), &ts) && fj_us_ns(fj_get(&ev, "dur"), &dur) &&
+			    fj_us_ns(fj_get(&ev, "ts"), &ts) &&
+			    fj_us_ns(fj_get(&ev, "dur"), &dur) &&
 			    fj_u64(fj_get(&ev, "pid"), &pid) && fj_u64(fj_get(&ev, "tid"), &tid)) {
 				bool keep = (o->pid < 0 || pid == (uint64_t)o->pid) &&
 					    (!o->op || !strcmp(o->op, name)) &&

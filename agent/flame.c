@@ -562,7 +562,8 @@ int flame_nest(struct flame_span *s, size_t n, struct flame_tree *t)
 			}
 			buf_putc(&path, 0);
 			r = flame_add(t, path.data, 1,
-				      counted > child_ns[depth - 1] ? counted - child_ns[depth - 1] : 0,
+				      counted > child_ns[depth - 1] ? counted - child_ns[depth - 1]
+								    : 0,
 				      top->bytes);
 			depth--;
 			if (end > sib_end[depth])

@@ -115,8 +115,8 @@ enum dc_stk_counter {
 	DC_STK_CNT_USTACK_LOST = 1,
 	DC_STK_CNT_KSTACK_LOST = 2,
 	DC_STK_CNT_KSTACK_STALE = 3,
-	DC_STK_CNT_CAPTURES = 4, /* kernel stacks captured at a switch-out */
-	DC_STK_CNT_ANNOUNCED = 5, /* processes announced to the agent (stk_newpid) */
+	DC_STK_CNT_CAPTURES = 4,      /* kernel stacks captured at a switch-out */
+	DC_STK_CNT_ANNOUNCED = 5,     /* processes announced to the agent (stk_newpid) */
 	DC_STK_CNT_ANNOUNCE_LOST = 6, /* announcements the ring had no room for */
 	DC_STK_CNT_MAX = 7,
 };

@@ -108,10 +108,12 @@ int main(void)
 	      "a library function's name is escaped, its layer is lib");
 	CHECK(strstr(b.events.data, "\"ts\":1700000000001000.123,") != NULL,
 	      "sub-microsecond start kept");
-	CHECK(strstr(b.events.data,
-		     "\"cat\":\"block\",\"pid\":42,\"tid\":43,\"ts\":1700000000001000.123,\"dur\":5.000,"
-		     "\"ph\":\"X\"") != NULL,
-	      "a block request: its submitter's pid and tid, its issue time and duration");
+	CHECK(
+	    strstr(
+		b.events.data,
+		"\"cat\":\"block\",\"pid\":42,\"tid\":43,\"ts\":1700000000001000.123,\"dur\":5.000,"
+		"\"ph\":\"X\"") != NULL,
+	    "a block request: its submitter's pid and tid, its issue time and duration");
 	CHECK(strstr(b.events.data, "\"offset\":4096,\"dev\":\"7:3\",\"queue_us\":12,") != NULL,
 	      "a block request's device and queue time");
 	trace_batch_free(&b);
