@@ -93,6 +93,10 @@ def main():
             c.eq(a.stop(), 0, "agent exits 0")
         recs = a.records()
         evs = [e for e in trace_events(tdir) if e["pid"] == pid]
+        for cat in ("lib", "syscall", "vfs", "block"):
+            ex = [e for e in evs if e["cat"] == cat and e["name"] in ("fsync", "ext4_sync_file", "write")]
+            if ex:
+                print("# example: %s" % json.dumps(ex[0], separators=(",", ":"), default=str))
         col = parse_collapsed(subprocess.run(
             [tool, "layers", "--pid", str(pid)] + [os.path.join(tdir, f) for f in os.listdir(tdir)],
             capture_output=True, check=True, timeout=120).stdout.decode())
