@@ -218,7 +218,7 @@ enum flame_layer flame_layer_of(const char *f)
 		enum flame_layer l;
 	} pre[] = {{"lib:", FL_LIB},	 {"syscall:", FL_SYSCALL}, {"vfs:", FL_VFS},
 		   {"fs:", FL_FS},	 {"block:", FL_BLOCK},	   {"pagecache:", FL_PAGECACHE},
-		   {"io_uring:", FL_FS}, {"function:", FL_LIB}};
+		   {"io_uring:", FL_FS}, {"function:", FL_LIB},	   {"bio:", FL_BLOCK}};
 	size_t n = strlen(f);
 
 	if (f[0] == '[')

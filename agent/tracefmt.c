@@ -251,7 +251,11 @@ void trace_batch_add(struct trace_batch *b, const struct trace_host *h, const st
 		buf_putc(o, '"');
 	}
 	LIT(o, ",\"cat\":\"");
-	buf_put(o, trace_layer_name(e->layer), strlen(trace_layer_name(e->layer)));
+	{
+		const char *cat = n->cat ? n->cat : trace_layer_name(e->layer);
+
+		buf_put(o, cat, strlen(cat));
+	}
 	LIT(o, "\",\"pid\":");
 	put_u64(o, e->pid);
 	LIT(o, ",\"tid\":");

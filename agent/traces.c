@@ -177,11 +177,29 @@ static int write_policy(struct traces *t)
 }
 
 static const char *const blk_op_names[] = {"read", "write", "flush", "discard", "other"};
-static const char *const vfs_names[] = {
-#define VFS_NAME(name, cat, bytes) #name,
-    DC_VFS_FUNCS(VFS_NAME)
-#undef VFS_NAME
+static const struct {
+	const char *name, *category;
+} vfs_funcs[] = {
+#define VFS_FUNC(name, cat, bytes) {#name, #cat},
+    DC_VFS_FUNCS(VFS_FUNC)
+#undef VFS_FUNC
 };
+
+/* The "cat" of a VFS-family function: the layer it belongs to in the
+ * multi-level view (datacrumbs-flame colours by it): the VFS itself, a
+ * file system, the page cache, or the bio submission path. */
+static const char *vfs_cat(uint32_t func)
+{
+	const char *c = func < ELEMENTSOF(vfs_funcs) ? vfs_funcs[func].category : "vfs";
+
+	if (!strcmp(c, "vfs"))
+		return "vfs";
+	if (!strcmp(c, "file_cache") || !strcmp(c, "page_cache"))
+		return "pagecache";
+	if (!strcmp(c, "bio"))
+		return "bio";
+	return "fs";
+}
 
 /* The event's operation name: the catalogues' for the kernel layers, the
  * agent's table of attached functions for libraries. */
@@ -199,7 +217,7 @@ static const char *op_name(const struct traces *t, const struct dc_trace_ev *e)
 		n = t->res.lib_func ? t->res.lib_func(t->res.opaque, e->op) : NULL;
 		break;
 	case DC_LAYER_VFS:
-		n = e->op < ELEMENTSOF(vfs_names) ? vfs_names[e->op] : NULL;
+		n = e->op < ELEMENTSOF(vfs_funcs) ? vfs_funcs[e->op].name : NULL;
 		break;
 	case DC_LAYER_BLOCK:
 		n = e->op < ELEMENTSOF(blk_op_names) ? blk_op_names[e->op] : NULL;
@@ -220,6 +238,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		return 0;
 	}
 	n.op = op_name(t, e);
+	if (e->layer == DC_LAYER_VFS)
+		n.cat = vfs_cat(e->op);
 	/* a name once per process and batch: resolving costs a map lookup */
 	if (t->res.comm && !trace_batch_knows_pid(&t->batch, e->pid)) {
 		t->res.comm(t->res.opaque, e->pid, comm, sizeof(comm));

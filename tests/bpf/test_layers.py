@@ -93,7 +93,7 @@ def main():
             c.eq(a.stop(), 0, "agent exits 0")
         recs = a.records()
         evs = [e for e in trace_events(tdir) if e["pid"] == pid]
-        for cat in ("lib", "syscall", "vfs", "block"):
+        for cat in ("lib", "syscall", "fs", "block"):
             ex = [e for e in evs if e["cat"] == cat and e["name"] in ("fsync", "ext4_sync_file", "write")]
             if ex:
                 print("# example: %s" % json.dumps(ex[0], separators=(",", ":"), default=str))
@@ -118,10 +118,10 @@ def main():
         return [e for e in evs if e["cat"] == cat and (name is None or e["name"] == name)]
     lib_pw, lib_fs = of("lib", "pwrite"), of("lib", "fsync")
     sys_pw, sys_fs = of("syscall", "pwrite64"), of("syscall", "fsync")
-    vfs_fs = of("vfs", "ext4_sync_file")
+    vfs_fs = of("fs", "ext4_sync_file")
     blk = [e for e in of("block") if e["name"] == "write"]
     print("# events of pid %d: %s" % (pid, {k: len([e for e in evs if e["cat"] == k])
-                                            for k in ("lib", "syscall", "vfs", "block")}))
+                                            for k in ("lib", "syscall", "vfs", "fs", "block")}))
     c.eq(len(lib_pw), 2 * ITERS, "every library pwrite has its event (full workload)")
     c.eq(sum(e["args"]["size"] for e in lib_pw), ITERS * (BYTES_A + BYTES_B),
          "the library events carry pwrite's bytes")
@@ -153,14 +153,14 @@ def main():
             "each syscall pwrite64 inside its library pwrite")
 
     # the flame tool's multi-level view of the same traces
-    chain = ["lib:fsync", "syscall:fsync"] + (["vfs:ext4_sync_file"] if vfs_covered else []) + \
+    chain = ["lib:fsync", "syscall:fsync"] + (["fs:ext4_sync_file"] if vfs_covered else []) + \
         ["block:write"]
     for k, v in sorted(col.items()):
         print("# layers: %s %s" % (k, v))
     c.check(";".join(chain) in col, "layers: %s is a path" % " > ".join(chain))
     c.eq(col.get("lib:pwrite;syscall:pwrite64", (0, 0, 0))[1:], (2 * ITERS, ITERS * (BYTES_A + BYTES_B)),
          "layers: every pwrite64 under its library pwrite, with its bytes")
-    c.check(not any(k.startswith(("syscall:pwrite64", "syscall:fsync", "vfs:ext4_sync_file", "block:"))
+    c.check(not any(k.startswith(("syscall:pwrite64", "syscall:fsync", "fs:ext4_sync_file", "block:"))
                     for k in col),
             "layers: no pwrite64, fsync, ext4_sync_file or request of the workload outside a library call")
 
