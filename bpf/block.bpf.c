@@ -109,7 +109,6 @@ static __always_inline struct cgroup *bio_cgroup(struct bio *bio)
  * here: the current task is the kernel thread). */
 static __always_inline __s16 origin_trace(struct dc_blk_origin *o)
 {
-	__u64 slow_ns = 0;
 	__u64 cg;
 	int p;
 
@@ -117,7 +116,7 @@ static __always_inline __s16 origin_trace(struct dc_blk_origin *o)
 		return -1;
 	o->tid = o->tgid ? (__u32)bpf_get_current_pid_tgid() : 0;
 	cg = o->tgid ? bpf_get_current_cgroup_id() : o->cgroup_id;
-	p = trace_layer_policy(o->tgid ? cg : 0, &slow_ns);
+	p = trace_layer_policy(o->tgid ? cg : 0);
 	if (p == 0 && !o->tgid && cg && bpf_map_lookup_elem(&trace_full, &cg))
 		p = DC_TEV_FULL;
 	return (__s16)p;

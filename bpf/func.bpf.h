@@ -121,7 +121,6 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes)
 	k.cgroup_id = bpf_get_current_cgroup_id();
 	k.func = func;
 	if (traces_on) {
-		__u64 slow_ns = 0;
 		struct trace_layer_call t = {
 		    .layer = DC_FN_LAYER,
 		    .op = func,
@@ -134,7 +133,7 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes)
 		    .ret = ret,
 		};
 
-		trace_layer_call(&t, trace_layer_policy(k.cgroup_id, &slow_ns));
+		trace_layer_call(&t, trace_layer_policy(k.cgroup_id));
 	}
 	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
 	if (!v) {

@@ -77,27 +77,28 @@ static __always_inline void trace_submit(struct dc_trace_ev *e)
 				  : BPF_RB_NO_WAKEUP);
 }
 
+/* Atomic although per CPU: a block completion in interrupt context can
+ * interrupt a task-context run of the same program on the same CPU. */
 static __always_inline void trace_layer_count(__u32 layer, __u32 outcome)
 {
 	__u32 k = layer * DC_TR_OUTCOMES + outcome;
 	__u64 *v = bpf_map_lookup_elem(&trace_lcnt, &k);
 
 	if (v)
-		*v += 1;
+		__sync_fetch_and_add(v, 1);
 }
 
 /* The policy of the current task's calls for the non-syscall layers:
  * DC_TEV_FULL, or 0 (only the slow rule can keep them); -1 when traces are
  * paused or off. Taken in the calling task's context (the cgroup walk reads
  * the current task). */
-static __always_inline int trace_layer_policy(__u64 cgroup_id, __u64 *slow_ns)
+static __always_inline int trace_layer_policy(__u64 cgroup_id)
 {
 	__u32 zero = 0;
 	struct dc_trace_cfg *c = bpf_map_lookup_elem(&trace_cfg, &zero);
 
 	if (!c || c->mode == DC_TRACE_OFF)
 		return -1;
-	*slow_ns = c->slow_ns;
 	return full_workload(c, cgroup_id) ? DC_TEV_FULL : 0;
 }
 
