@@ -153,22 +153,32 @@ def main():
             "each syscall pwrite64 inside its library pwrite")
 
     # the flame tool's multi-level view of the same traces
-    chain = ["lib:fsync", "syscall:fsync"] + (["fs:ext4_sync_file"] if vfs_covered else []) + \
+    want = ["lib:fsync", "syscall:fsync"] + (["fs:ext4_sync_file"] if vfs_covered else []) + \
         ["block:write"]
     for k, v in sorted(col.items()):
         print("# layers: %s %s" % (k, v))
-    c.check(";".join(chain) in col, "layers: %s is a path" % " > ".join(chain))
+
+    def follows(frames):
+        # the wanted frames in order, the library call at the root; where
+        # fentry or kprobes time more of the catalogue, other VFS frames
+        # (vfs_fsync_range) may come between them
+        it = iter(frames)
+        return frames[0] == want[0] and frames[-1] == want[-1] and all(w in it for w in want)
+    paths = [k.split(";") for k in col if follows(k.split(";"))]
+    c.check(len(paths) > 0, "layers: a path %s" % " > ... > ".join(want))
     c.eq(col.get("lib:pwrite;syscall:pwrite64", (0, 0, 0))[1:], (2 * ITERS, ITERS * (BYTES_A + BYTES_B)),
          "layers: every pwrite64 under its library pwrite, with its bytes")
-    c.check(not any(k.startswith(("syscall:pwrite64", "syscall:fsync", "fs:ext4_sync_file", "block:"))
-                    for k in col),
-            "layers: no pwrite64, fsync, ext4_sync_file or request of the workload outside a library call")
+    c.check(not any(k.startswith(("syscall:pwrite64", "syscall:fsync", "vfs:", "fs:", "block:"))
+                    for k in col if "pwrite" in k or "fsync" in k or "block:write" in k),
+            "layers: no pwrite64, fsync, VFS call under them or write request of the workload "
+            "outside a library call")
 
     def incl(prefix):
         return sum(v[0] for k, v in col.items() if k == prefix or k.startswith(prefix + ";"))
     if lib_fs:
         L = span(lib_fs[0])
         c.eq(incl("lib:fsync"), L[1] - L[0], "layers: lib:fsync's frame is the call's duration")
+    chain = paths[0] if paths else want
     for i in range(1, len(chain)):
         parent, child = ";".join(chain[:i]), ";".join(chain[:i + 1])
         c.check(0 < incl(child) <= incl(parent), "layers: %s %d ns within %s %d ns"
