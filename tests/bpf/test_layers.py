@@ -10,12 +10,17 @@ must nest them: the library call above the system call above the VFS
 function above the block requests, with each frame's time within its
 parent's. Everything is attributed by the workload's pid and cgroup.
 
-usage: test_layers.py AGENT STACKLOAD FLAME
+A second scenario, reload: a reload that restarts the system-call family
+(a new trace ring) must restart the families that write into it, or their
+events would go to the old ring, which nobody reads any more.
+
+usage: test_layers.py nesting|reload AGENT STACKLOAD FLAME
 """
 import decimal
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -57,9 +62,56 @@ def inside(inner, outer):
     return outer[0] <= inner[0] and inner[1] <= outer[1]
 
 
+def reload(agent_bin, load):
+    """Library events before and after a reload that makes a new trace ring."""
+    c = Checks()
+    cg = Cgroup()
+    tmp = tempfile.mkdtemp(prefix="dc-layers-")
+    tdir = os.path.join(tmp, "traces")
+
+    def conf(ring_mib):
+        return ('interval = 0.5;\n'
+                'probes = { libraries = ( { path = "%s"; category = "libc"; functions = ["pwrite*"];'
+                ' bytes = ["pwrite"]; } ); };\n'
+                'traces = { ring_mib = %d; sampling = { one_in_n = 1000000000; slow_ms = 0;'
+                ' full_cgroups = ["%s"]; }; output = { dir = "%s"; }; };\n'
+                % (libc_path(load), ring_mib, cg.rel, tdir))
+
+    def run():
+        p = subprocess.run([load, os.path.join(tmp, "data"), str(ITERS), str(BYTES_A), str(BYTES_B),
+                            "0", "ab"], stdout=subprocess.PIPE, check=True, timeout=120,
+                           preexec_fn=cg.enter)
+        return int(p.stdout.decode().split()[-1])
+    a = Agent(agent_bin, conf(2))
+    try:
+        try:
+            before = run()
+            with open(a.conf, "w") as f:
+                f.write(conf(4))  # traces.ring_mib: the system-call family restarts
+            a.proc.send_signal(signal.SIGHUP)
+            a.wait_for("READY=1", 60)
+            after = run()
+        finally:
+            c.eq(a.stop(), 0, "agent exits 0")
+        evs = trace_events(tdir)
+    finally:
+        cg.remove()
+        shutil.rmtree(tmp, ignore_errors=True)
+    for label, pid in (("before", before), ("after", after)):
+        lib = [e for e in evs if e["pid"] == pid and e["cat"] == "lib" and e["name"] == "pwrite"]
+        sysc = [e for e in evs if e["pid"] == pid and e["cat"] == "syscall" and e["name"] == "pwrite64"]
+        c.eq((len(lib), len(sysc)), (2 * ITERS, 2 * ITERS),
+             "%s the reload: every library pwrite and its system call have their events" % label)
+    c.done()
+
+
 def main():
-    agent_bin, load, tool = sys.argv[1:4]
+    scenario, agent_bin, load, tool = sys.argv[1:5]
     require_root()
+    if scenario == "reload":
+        return reload(agent_bin, load)
+    if scenario != "nesting":
+        sys.exit("unknown scenario %s" % scenario)
     if not shutil.which("mkfs.ext4"):
         print("SKIP: mkfs.ext4 not installed (e2fsprogs)", flush=True)
         sys.exit(77)
