@@ -75,6 +75,9 @@ def reload(agent_bin, load):
                 ' bytes = ["pwrite"]; } ); };\n'
                 'traces = { ring_mib = %d; sampling = { one_in_n = 1000000000; slow_ms = 0;'
                 ' full_cgroups = ["%s"]; }; output = { dir = "%s"; }; };\n'
+                # as agentlib sets it: the reload's own attach cost must not make
+                # the CPU budget clear the full-trace set
+                'budget = { cpu = 0.0; };\n'
                 % (libc_path(load), ring_mib, cg.rel, tdir))
 
     def run():
