@@ -292,8 +292,7 @@ static int layers_file(const struct opts *o, struct flame_span **sp, size_t *n, 
 			const char *ph = fj_str(fj_get(&ev, "ph")),
 				   *name = fj_str(fj_get(&ev, "name")),
 				   *cat = fj_str(fj_get(&ev, "cat"));
-			double ts, dur;
-			uint64_t pid = 0, tid = 0, size = 0;
+			uint64_t ts, dur, pid = 0, tid = 0, size = 0;
 
 			if (ph && !strcmp(ph, "M") && name && !strcmp(name, "process_name") &&
 			    !strcmp(o->group, "comm")) {
@@ -310,13 +309,13 @@ static int layers_file(const struct opts *o, struct flame_span **sp, size_t *n, 
 				}
 			}
 			if (ph && !strcmp(ph, "X") && name && cat &&
-			    fj_double(fj_get(&ev, "ts"), &ts) &&
-			    fj_double(fj_get(&ev, "dur"), &dur) &&
+			    fj_us_ns(fj_get(&ev, "ts"), &ts) &&
+			    fj_us_ns(fj_get(&ev, "dur"), &dur) &&
 			    fj_u64(fj_get(&ev, "pid"), &pid) && fj_u64(fj_get(&ev, "tid"), &tid)) {
 				bool keep = (o->pid < 0 || pid == (uint64_t)o->pid) &&
 					    (!o->op || !strcmp(o->op, name)) &&
-					    (o->from <= 0 || ts / 1e6 + dur / 1e6 >= o->from) &&
-					    (o->to < 0 || ts / 1e6 <= o->to);
+					    (o->from <= 0 || (ts + dur) / 1e9 >= o->from) &&
+					    (o->to < 0 || ts / 1e9 <= o->to);
 				struct flame_span *s;
 
 				fj_u64(fj_get(fj_get(&ev, "args"), "size"), &size);
@@ -337,8 +336,8 @@ static int layers_file(const struct opts *o, struct flame_span **sp, size_t *n, 
 					s = &(*sp)[(*n)++];
 					*s = (struct flame_span){.pid = (uint32_t)pid,
 								 .tid = (uint32_t)tid,
-								 .ts_ns = (uint64_t)(ts * 1000),
-								 .dur_ns = (uint64_t)(dur * 1000),
+								 .ts_ns = ts,
+								 .dur_ns = dur,
 								 .layer = strdup(cat),
 								 .name = strdup(name),
 								 .bytes = size};

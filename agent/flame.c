@@ -218,7 +218,7 @@ enum flame_layer flame_layer_of(const char *f)
 		enum flame_layer l;
 	} pre[] = {{"lib:", FL_LIB},	 {"syscall:", FL_SYSCALL}, {"vfs:", FL_VFS},
 		   {"fs:", FL_FS},	 {"block:", FL_BLOCK},	   {"pagecache:", FL_PAGECACHE},
-		   {"io_uring:", FL_FS}, {"function:", FL_LIB}};
+		   {"io_uring:", FL_FS}, {"function:", FL_LIB},	   {"bio:", FL_BLOCK}};
 	size_t n = strlen(f);
 
 	if (f[0] == '[')
@@ -516,10 +516,20 @@ static int span_cmp(const void *a, const void *b)
 
 #define NEST_MAX 64 /* deeper nesting is flattened into the 64th level */
 
+/* A block request is never the parent of another: requests of one thread
+ * are concurrent, and one issued with another that outlives it is not
+ * inside it. */
+static bool span_leaf(const struct flame_span *s)
+{
+	return !strcmp(s->layer, "block");
+}
+
 int flame_nest(struct flame_span *s, size_t n, struct flame_tree *t)
 {
 	size_t open[NEST_MAX];
-	uint64_t child_ns[NEST_MAX];
+	/* per open level: its counted start, and its children's counted time;
+	 * per level: where the last closed span of the current parent ended */
+	uint64_t start[NEST_MAX], child_ns[NEST_MAX], sib_end[NEST_MAX + 1] = {0};
 	struct dc_buf path = {};
 	int depth = 0, r = 0;
 
@@ -530,9 +540,11 @@ int flame_nest(struct flame_span *s, size_t n, struct flame_tree *t)
 		while (depth > 0) {
 			const struct flame_span *top = &s[open[depth - 1]];
 			bool same = i < n && s[i].pid == top->pid && s[i].tid == top->tid;
+			uint64_t end = top->ts_ns + top->dur_ns,
+				 counted = end > start[depth - 1] ? end - start[depth - 1] : 0;
 
-			if (same && s[i].ts_ns + s[i].dur_ns <= top->ts_ns + top->dur_ns &&
-			    depth < NEST_MAX)
+			if (same && s[i].ts_ns + s[i].dur_ns <= end && depth < NEST_MAX &&
+			    !span_leaf(top))
 				break;
 			path.len = 0;
 			if (top->root) {
@@ -550,18 +562,25 @@ int flame_nest(struct flame_span *s, size_t n, struct flame_tree *t)
 			}
 			buf_putc(&path, 0);
 			r = flame_add(t, path.data, 1,
-				      top->dur_ns > child_ns[depth - 1]
-					  ? top->dur_ns - child_ns[depth - 1]
-					  : 0,
+				      counted > child_ns[depth - 1] ? counted - child_ns[depth - 1]
+								    : 0,
 				      top->bytes);
 			depth--;
+			if (end > sib_end[depth])
+				sib_end[depth] = end;
 			if (depth > 0)
-				child_ns[depth - 1] += top->dur_ns;
+				child_ns[depth - 1] += counted;
 		}
 		if (i == n || r)
 			break;
+		if (!depth && (i == 0 || s[i].pid != s[i - 1].pid || s[i].tid != s[i - 1].tid))
+			sib_end[0] = 0;
+		/* time overlapping an earlier sibling (concurrent block requests)
+		 * is counted once, so that children never outgrow their parent */
 		open[depth] = i;
+		start[depth] = s[i].ts_ns > sib_end[depth] ? s[i].ts_ns : sib_end[depth];
 		child_ns[depth] = 0;
+		sib_end[depth + 1] = 0;
 		depth++;
 	}
 	buf_free(&path);
@@ -865,6 +884,40 @@ const char *fj_str(const struct fj *v)
 bool fj_u64(const struct fj *v, uint64_t *out)
 {
 	return v && v->type == FJ_NUM && parse_u64(v->str, strlen(v->str), out);
+}
+
+bool fj_us_ns(const struct fj *v, uint64_t *out)
+{
+	const char *s;
+	uint64_t ns = 0;
+	int frac = -1;
+	double d;
+
+	if (!v || v->type != FJ_NUM)
+		return false;
+	/* digits, and up to three decimals, exactly: a double holds a
+	 * wall-clock microsecond count to about 0.25 µs only */
+	for (s = v->str; *s; s++) {
+		if (*s == '.' && frac < 0) {
+			frac = 0;
+			continue;
+		}
+		if (*s < '0' || *s > '9' || frac >= 3 || ns > UINT64_MAX / 10 - 10)
+			break;
+		ns = ns * 10 + (uint64_t)(*s - '0');
+		if (frac >= 0)
+			frac++;
+	}
+	if (!*s && s != v->str) {
+		for (int i = frac < 0 ? 0 : frac; i < 3; i++)
+			ns *= 10;
+		*out = ns;
+		return true;
+	}
+	if (!fj_double(v, &d) || d < 0)
+		return false;
+	*out = (uint64_t)(d * 1000 + 0.5);
+	return true;
 }
 
 bool fj_double(const struct fj *v, double *out)

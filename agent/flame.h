@@ -86,9 +86,12 @@ struct flame_span {
 /*
  * Nest spans by time containment within each (pid, tid): a span's parent is
  * the innermost span of the same thread that encloses it (start and end
- * inside the parent's). Each span adds its self time (its duration minus
- * its children's) to the stack root;...;layer:name, with count 1 and its
- * bytes. Sorts spans in place.
+ * inside the parent's); a "block" span is never a parent (a thread's
+ * requests are concurrent). Each span adds its self time (its duration
+ * minus its children's) to the stack root;...;layer:name, with count 1 and
+ * its bytes. Siblings that overlap (concurrent requests) have the overlap
+ * counted once, in the earlier one: a frame's time is wall time, never more
+ * than its parent's. Sorts spans in place.
  */
 int flame_nest(struct flame_span *spans, size_t n, struct flame_tree *t);
 
@@ -108,5 +111,8 @@ const struct fj *fj_get(const struct fj *obj, const char *key);
 const char *fj_str(const struct fj *v); /* NULL unless a string */
 bool fj_u64(const struct fj *v, uint64_t *out);
 bool fj_double(const struct fj *v, double *out);
+/* A time in microseconds (ts, dur) as nanoseconds, the literal's decimals
+ * read exactly. */
+bool fj_us_ns(const struct fj *v, uint64_t *out);
 
 #endif

@@ -71,6 +71,7 @@ struct manager {
 	struct dc_sink *trace_files; /* NULL when traces.output.dir is "" */
 	struct traces *traces;	     /* owned by sys; NULL when traces are off */
 	sd_event_source *traces_io, *traces_timer;
+	sd_event_source *stacks_io; /* processes announced for symbolization */
 	uint64_t traces_flush_usec;
 	struct dc_buf tbatch;
 	/* supervision */
@@ -152,6 +153,7 @@ struct manager *manager_free(struct manager *m)
 	m->trace_files = sink_free(m->trace_files);
 	sd_event_source_unref(m->traces_io);
 	sd_event_source_unref(m->traces_timer);
+	sd_event_source_unref(m->stacks_io);
 	sd_event_source_unref(m->watchdog);
 	buf_free(&m->tbatch);
 	buf_free(&m->rec);
@@ -642,6 +644,14 @@ static int on_traces_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	return sd_event_source_set_time_relative(s, m->traces_flush_usec);
 }
 
+static int on_stacks_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct manager *m = userdata;
+
+	stacks_consume(probe_syscall_stacks(m->sys));
+	return 0;
+}
+
 static void trace_comm(void *opaque, uint32_t pid, char *out, size_t len)
 {
 	struct manager *m = opaque;
@@ -662,6 +672,14 @@ static uint64_t trace_file(void *opaque, uint32_t dev, uint64_t ino, const char 
 	return fn ? fn->hash : 0;
 }
 
+static const char *trace_lib_func(void *opaque, uint32_t func)
+{
+	struct manager *m = opaque;
+	const struct dc_up_func *f = m->up ? probe_uprobe_func(m->up, func) : NULL;
+
+	return f ? f->name : NULL;
+}
+
 /* One window's losses of every layer and sink, in one place: what a
  * consumer checks before trusting the window's numbers. */
 static void window_losses(struct manager *m, const struct dc_agent_stats *st)
@@ -676,7 +694,10 @@ static void window_losses(struct manager *m, const struct dc_agent_stats *st)
 		st->ur_counters[DC_UR_CNT_INFLIGHT_FULL] + st->file_counters[DC_FILE_CNT_AGG_FULL] +
 		st->file_counters[DC_FILE_CNT_POS_FAIL] + st->up_counters[DC_FN_CNT_AGG_FULL] +
 		st->vfs_counters[DC_FN_CNT_AGG_FULL],
-	    .ring_full = st->tr_drop + st->file_counters[DC_FILE_CNT_PATH_LOST],
+	    .ring_full = st->tr_drop + st->file_counters[DC_FILE_CNT_PATH_LOST] +
+			 st->tr_window.layers[DC_LAYER_LIB][DC_TR_DROPPED] +
+			 st->tr_window.layers[DC_LAYER_VFS][DC_TR_DROPPED] +
+			 st->tr_window.layers[DC_LAYER_BLOCK][DC_TR_DROPPED],
 	    .sampled_out = st->tr_out,
 	    .recursion_misses = st->recursion_misses + st->blk_recursion_misses +
 				st->pc_recursion_misses + st->ur_recursion_misses,
@@ -917,6 +938,7 @@ static int manager_close_window(struct manager *m)
 		st.tr_out = tsum.tr_out;
 		st.tr_drop = tsum.tr_drop;
 		st.tr_window = m->tstat;
+		traces_layers_read(m->traces, st.tr_window.layers);
 		m->tstat = (struct traces_window){};
 	}
 	st.files = m->files != NULL;
@@ -1308,6 +1330,10 @@ static unsigned config_changes(const struct dc_config *a, const struct dc_config
 			ch |= key_scope(it[i].path);
 	if (a->n_libs != b->n_libs || memcmp(a->libs, b->libs, sizeof(a->libs)))
 		ch |= FAM_LIBS;
+	/* the families that emit trace events hold the system-call object's
+	 * ring and policy (traces_share()): a new one needs them restarted */
+	if ((ch & FAM_SYSCALL) && (a->traces_enable || b->traces_enable))
+		ch |= FAM_LIBS | FAM_VFS | FAM_BLOCK;
 	return ch;
 }
 
@@ -1466,6 +1492,7 @@ static void families_stop(struct manager *m, unsigned fam)
 	if (fam & FAM_SYSCALL) {
 		m->traces_io = sd_event_source_disable_unref(m->traces_io);
 		m->traces_timer = sd_event_source_disable_unref(m->traces_timer);
+		m->stacks_io = sd_event_source_disable_unref(m->stacks_io);
 		m->files_io = sd_event_source_disable_unref(m->files_io);
 		m->traces = NULL;
 		m->files = NULL;
@@ -1502,8 +1529,10 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 		m->traces = probe_syscall_traces(m->sys);
 		m->files = probe_syscall_files(m->sys);
 		if (m->traces) {
-			struct traces_resolver tr = {
-			    .comm = trace_comm, .file = trace_file, .opaque = m};
+			struct traces_resolver tr = {.comm = trace_comm,
+						     .file = trace_file,
+						     .lib_func = trace_lib_func,
+						     .opaque = m};
 
 			traces_set_resolver(m->traces, &tr);
 			m->traces_flush_usec = (uint64_t)cfg->traces_flush_ms * 1000;
@@ -1517,6 +1546,13 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 				r = sd_event_source_set_enabled(m->traces_timer, SD_EVENT_ON);
 			if (r < 0)
 				return log_error_errno(r, "Cannot watch the trace ring: %m");
+		}
+		if (probe_syscall_stacks(m->sys)) {
+			r = sd_event_add_io(m->event, &m->stacks_io,
+					    stacks_ring_fd(probe_syscall_stacks(m->sys)), EPOLLIN,
+					    on_stacks_ring, m);
+			if (r < 0)
+				return log_error_errno(r, "Cannot watch the process ring: %m");
 		}
 		if (m->files) {
 			if (!m->fh_seen)
@@ -1533,7 +1569,7 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 		char err[1024];
 
 		sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
-		r = probe_uprobe_new(cfg, &m->up, err, sizeof(err));
+		r = probe_uprobe_new(cfg, m->traces, &m->up, err, sizeof(err));
 		if (r < 0) {
 			*config_error = r == -ENOENT || r == -ENOEXEC || r == -E2BIG;
 			return log_error_errno(r, "Cannot probe the configured libraries: %s", err);
@@ -1547,6 +1583,7 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 		    .percpu = strcmp(cfg->map_layout, "shared") != 0,
 		    .exclude_tgid = cfg->exclude_self ? (uint32_t)getpid() : 0,
 		    .filter = m->filter,
+		    .traces = m->traces,
 		};
 
 		sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
@@ -1576,7 +1613,7 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 					  "io_uring probes unavailable (%m): layer off, ignoring");
 	}
 	if ((fam & FAM_BLOCK) && cfg->block_enable) {
-		r = probe_block_new(cfg, &m->blk);
+		r = probe_block_new(cfg, m->traces, &m->blk);
 		if (r < 0)
 			/* the other layers still run; the agent record lists no block probe */
 			log_warning_errno(

@@ -15,6 +15,7 @@
 #include "mechanism.h"
 #include "macro.h"
 #include "probe-block.h"
+#include "traces.h"
 #include "progstats.h"
 #include "winmap.h"
 
@@ -28,6 +29,7 @@ struct probe_block {
 	bool percpu;
 	struct winmap agg;
 	struct dc_filter *filter;
+	struct traces *traces; /* not owned; NULL when traces are off */
 	char detail[384];
 	struct dc_blk_entry *entries;
 	size_t n, cap;
@@ -63,6 +65,10 @@ static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enu
 	p->skel = skel;
 	skel->rodata->plain_updates = plain_updates;
 	skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
+	skel->rodata->traces_on = p->traces != NULL;
+	r = traces_share(p->traces, skel->obj);
+	if (r < 0)
+		return r;
 	progs[MECH_TP_BTF][0] = skel->progs.dc_bio_queue_btf;
 	progs[MECH_TP_BTF][1] = skel->progs.dc_rq_insert_btf;
 	progs[MECH_TP_BTF][2] = skel->progs.dc_rq_issue_btf;
@@ -116,7 +122,7 @@ static void undo(void *ctx)
 	winmap_close(&p->agg);
 }
 
-int probe_block_new(const struct dc_config *cfg, struct probe_block **ret)
+int probe_block_new(const struct dc_config *cfg, struct traces *traces, struct probe_block **ret)
 {
 	/* Never plain adds here, whatever the preemption model: completions run
 	 * in interrupt context too, and an interrupt's run of the completion
@@ -133,6 +139,7 @@ int probe_block_new(const struct dc_config *cfg, struct probe_block **ret)
 		return -ENOMEM;
 	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
 	p->ncpus = libbpf_num_possible_cpus();
+	p->traces = traces;
 	{
 		char err[512];
 

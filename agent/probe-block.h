@@ -13,7 +13,9 @@ struct bpf_object;
 
 struct probe_block;
 
-int probe_block_new(const struct dc_config *cfg, struct probe_block **ret);
+struct traces;
+/* traces: the ring its requests' events go to (traces_share()), or NULL. */
+int probe_block_new(const struct dc_config *cfg, struct traces *traces, struct probe_block **ret);
 struct probe_block *probe_block_free(struct probe_block *p);
 const char *probe_block_mechanism(const struct probe_block *p);
 const char *probe_block_detail(const struct probe_block *p);

@@ -14,6 +14,7 @@
 #include "probe-uprobe.h"
 #include "uprobe.skel.h"
 #include "fnagg.h"
+#include "traces.h"
 
 struct probe_uprobe {
 	struct uprobe_bpf *skel;
@@ -79,8 +80,8 @@ static int attach(struct probe_uprobe *p, const char *path, uint64_t offset, uin
 	return 0;
 }
 
-int probe_uprobe_new(const struct dc_config *cfg, struct probe_uprobe **ret, char *err,
-		     size_t errlen)
+int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, struct probe_uprobe **ret,
+		     char *err, size_t errlen)
 {
 	_cleanup_(probe_uprobe_freep) struct probe_uprobe *p = calloc(1, sizeof(*p));
 	_cleanup_free_ struct dc_filter *filter = NULL;
@@ -100,6 +101,12 @@ int probe_uprobe_new(const struct dc_config *cfg, struct probe_uprobe **ret, cha
 	/* atomic adds: threads of a process share keys and uprobes can nest */
 	p->skel->rodata->plain_updates = false;
 	p->skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
+	p->skel->rodata->traces_on = traces != NULL;
+	r = traces_share(traces, p->skel->obj);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot share the trace ring: %s", strerror(-r));
+		return r;
+	}
 	r = filter_new(cfg, NULL, &filter, err, errlen);
 	if (r < 0)
 		return r;

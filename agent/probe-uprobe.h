@@ -3,6 +3,7 @@
 #define DC_PROBE_UPROBE_H
 
 struct bpf_object;
+struct traces;
 
 #include <stddef.h>
 #include <stdint.h>
@@ -20,8 +21,9 @@ struct probe_uprobe;
 
 /* Attach to every function the configured libraries' patterns select.
  * On a bad library or pattern: -errno and the reason in err. */
-int probe_uprobe_new(const struct dc_config *cfg, struct probe_uprobe **ret, char *err,
-		     size_t errlen);
+/* traces: the ring its calls' events go to (traces_share()), or NULL. */
+int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, struct probe_uprobe **ret,
+		     char *err, size_t errlen);
 struct probe_uprobe *probe_uprobe_free(struct probe_uprobe *p);
 const char *probe_uprobe_detail(const struct probe_uprobe *p);
 const struct dc_up_func *probe_uprobe_func(const struct probe_uprobe *p, uint32_t i);

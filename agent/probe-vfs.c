@@ -13,6 +13,7 @@
 #include "filter.h"
 #include "macro.h"
 #include "probe-vfs.h"
+#include "traces.h"
 #include "vfs.skel.h"
 
 enum mech { MECH_FENTRY, MECH_KPROBE, MECH_TRACEPOINT, MECH_MAX };
@@ -329,6 +330,10 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	p->skel = skel;
 	skel->rodata->plain_updates = false; /* VFS calls nest and run in any context */
 	skel->rodata->agent_tgid = o->exclude_tgid;
+	skel->rodata->traces_on = o->traces != NULL;
+	r = traces_share(o->traces, skel->obj);
+	if (r < 0)
+		return r;
 	*attached = 0;
 	skipped[0] = 0;
 	for (unsigned i = 0; i < DC_VFS_MAX; i++) {

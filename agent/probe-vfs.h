@@ -10,6 +10,7 @@ struct bpf_object;
 #include "fnagg.h"
 
 struct dc_filter;
+struct traces;
 
 /* Plain options, not the config: the VM test links this file statically. */
 struct probe_vfs_opts {
@@ -20,6 +21,7 @@ struct probe_vfs_opts {
 	bool percpu;
 	uint32_t exclude_tgid;		/* 0: trace every process, the caller included */
 	const struct dc_filter *filter; /* filter.*; NULL: none */
+	struct traces *traces;		/* the ring for its calls' events; NULL: none */
 };
 
 struct probe_vfs;

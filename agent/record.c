@@ -4,6 +4,7 @@
 #include "hist.h"
 #include "ops.h"
 #include "record.h"
+#include "tracefmt.h"
 
 const char *record_type_name(enum dc_rec_type t)
 {
@@ -514,6 +515,8 @@ static const char *const stk_counter_names[DC_STK_CNT_MAX] = {
     [DC_STK_CNT_KSTACK_LOST] = "kernel_stacks_lost",
     [DC_STK_CNT_KSTACK_STALE] = "kernel_stacks_stale",
     [DC_STK_CNT_CAPTURES] = "kernel_captures",
+    [DC_STK_CNT_ANNOUNCED] = "processes_announced",
+    [DC_STK_CNT_ANNOUNCE_LOST] = "announcements_lost",
 };
 
 static void stacks_agent_fields(struct dc_json *j, const struct stacks_drain *d)
@@ -752,6 +755,26 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 		json_u64(&j, t->too_many);
 		json_key(&j, "unreadable");
 		json_u64(&j, t->unknown);
+		/* the other layers keep full workloads' and slow calls only
+		 * (docs/traces.md); seen = kept + sampled_out + dropped */
+		json_key(&j, "layers");
+		json_obj_begin(&j);
+		for (unsigned l = DC_LAYER_SYSCALL + 1; l < DC_LAYER_MAX; l++) {
+			const uint64_t *o = t->layers[l];
+
+			json_key(&j, trace_layer_name(l));
+			json_obj_begin(&j);
+			json_key(&j, "seen");
+			json_u64(&j, o[DC_TR_KEPT] + o[DC_TR_SAMPLED_OUT] + o[DC_TR_DROPPED]);
+			json_key(&j, "kept");
+			json_u64(&j, o[DC_TR_KEPT]);
+			json_key(&j, "sampled_out");
+			json_u64(&j, o[DC_TR_SAMPLED_OUT]);
+			json_key(&j, "dropped");
+			json_u64(&j, o[DC_TR_DROPPED]);
+			json_obj_end(&j);
+		}
+		json_obj_end(&j);
 		json_obj_end(&j);
 	}
 

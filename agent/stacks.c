@@ -59,6 +59,7 @@ struct stacks {
 	uint64_t counters_prev[DC_STK_CNT_MAX];
 	struct dc_stk_val overflow_prev;
 	struct symbolizer *sym;
+	struct ring_buffer *newpid; /* processes announced by the programs */
 	struct entry *ent;
 	size_t n_ent, cap_ent;
 	struct stacks_drain d;
@@ -162,6 +163,8 @@ int stacks_new(const struct dc_config *cfg, struct stacks **ret, char *err, size
 void stacks_reset(struct stacks *s)
 {
 	winmap_close(&s->agg);
+	ring_buffer__free(s->newpid);
+	s->newpid = NULL;
 }
 
 static void drain_clear(struct stacks_drain *d)
@@ -180,6 +183,7 @@ struct stacks *stacks_free(struct stacks *s)
 	if (!s)
 		return NULL;
 	winmap_close(&s->agg);
+	ring_buffer__free(s->newpid);
 	drain_clear(&s->d);
 	free(s->d.rows);
 	free(s->d.objs);
@@ -228,6 +232,8 @@ void stacks_disable(struct syscall_bpf *skel)
 	bpf_map__set_autocreate(skel->maps.stk_percpu, false);
 	bpf_map__set_autocreate(skel->maps.stk_cfg, false);
 	bpf_map__set_autocreate(skel->maps.stk_full, false);
+	bpf_map__set_autocreate(skel->maps.stk_pids, false);
+	bpf_map__set_autocreate(skel->maps.stk_newpid, false);
 }
 
 /* The full-profile set first, the policy that says how many there are last. */
@@ -257,13 +263,41 @@ int stacks_pause(struct stacks *s, bool paused)
 		   : 0;
 }
 
+static int on_newpid(void *ctx, void *data, size_t size)
+{
+	struct stacks *s = ctx;
+	const struct dc_stk_newpid *e = data;
+
+	if (size >= sizeof(*e))
+		sym_note_pid(s->sym, e->tgid, e->ident);
+	return 0;
+}
+
 int stacks_install(struct stacks *s)
 {
 	int r = winmap_install(&s->agg);
 
 	s->seq = 0;
 	s->skel->bss->stk_seq = 0;
-	return r ? r : write_policy(s);
+	if (r)
+		return r;
+	ring_buffer__free(s->newpid);
+	s->newpid = ring_buffer__new(bpf_map__fd(s->skel->maps.stk_newpid), on_newpid, s, NULL);
+	if (!s->newpid)
+		return -errno;
+	return write_policy(s);
+}
+
+int stacks_ring_fd(struct stacks *s)
+{
+	return s->newpid ? ring_buffer__epoll_fd(s->newpid) : -EBADF;
+}
+
+int stacks_consume(struct stacks *s)
+{
+	int r = s->newpid ? ring_buffer__consume(s->newpid) : 0;
+
+	return r < 0 ? r : 0;
 }
 
 static int collect(const void *key, const void *values, int ncpus, void *ctx)
@@ -470,6 +504,9 @@ static void clear_gen(struct stacks *s, int gen)
 
 int stacks_flip_and_drain(struct stacks *s, struct stacks_drain *out)
 {
+	/* announcements not yet read: their mappings first, while the
+	 * processes may still be there */
+	stacks_consume(s);
 	struct stacks_drain *d = &s->d;
 	uint32_t closing = s->seq;
 	unsigned long long flip_us;

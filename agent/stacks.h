@@ -68,6 +68,12 @@ int stacks_pause(struct stacks *s, bool paused);
 /* The maps of a failed load attempt. */
 void stacks_reset(struct stacks *s);
 
+/* The ring of processes announced by the programs (epoll fd), and its
+ * reader: each announced process has its mappings and objects read at
+ * once (sym_note_pid), while it still runs. */
+int stacks_ring_fd(struct stacks *s);
+int stacks_consume(struct stacks *s);
+
 /* Close the window: advance the generation, flip, drain, symbolize; clear
  * the generation no key can name any more. d stays valid until the next call. */
 int stacks_flip_and_drain(struct stacks *s, struct stacks_drain *d);

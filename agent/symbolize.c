@@ -57,6 +57,7 @@ struct mapping {
 struct procmaps {
 	uint32_t pid;
 	bool read_ok;
+	uint64_t ident; /* the address space last announced; 0: none */
 	uint64_t tick;
 	uint64_t batch; /* the batch it was last read in: one re-read per batch */
 	struct mapping *m;
@@ -497,17 +498,19 @@ static int maps_read(struct symbolizer *s, struct procmaps *p)
 	_cleanup_fclose_ FILE *f = NULL;
 	size_t cap = 0;
 
-	for (size_t i = 0; i < p->n; i++)
-		free(p->m[i].path);
-	p->n = 0;
 	s->st.maps_reads++;
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
 	f = fopen(path, "re");
 	if (!f) {
+		/* gone: the mappings read while it ran (announced) stay the best
+		 * there is */
 		s->st.maps_failures++;
 		p->read_ok = false;
 		return -errno;
 	}
+	for (size_t i = 0; i < p->n; i++)
+		free(p->m[i].path);
+	p->n = 0;
 	while (fgets(line, sizeof(line), f)) {
 		/* start-end perms offset major:minor inode path */
 		uint64_t start, end, off, maj, min, ino;
@@ -551,13 +554,24 @@ void sym_new_batch(struct symbolizer *s)
 	s->batch++;
 }
 
-void sym_note_pid(struct symbolizer *s, uint32_t pid)
+void sym_note_pid(struct symbolizer *s, uint32_t pid, uint64_t ident)
 {
 	bool fresh;
 	struct procmaps *p = pid_slot(s, pid, &fresh);
 
-	if (fresh)
-		maps_read(s, p);
+	if (!fresh && (!ident || p->ident == ident))
+		return;
+	p->ident = ident;
+	if (maps_read(s, p) < 0)
+		return;
+	/* objects are cached by file, shared by every process mapping them:
+	 * only a binary not seen before costs a read here */
+	for (size_t i = 0; i < p->n; i++) {
+		const struct mapping *m = &p->m[i];
+
+		if (m->path[0] && m->path[0] != '[' && m->ino)
+			obj_get(s, pid, m);
+	}
 }
 
 static const struct mapping *find_mapping(const struct procmaps *p, uint64_t addr)

@@ -43,8 +43,15 @@ struct sym_frame {
 
 /* Valid until the next call that may load or evict (any sym_user). */
 int sym_user(struct symbolizer *s, uint32_t pid, uint64_t addr, struct sym_frame *f);
-/* Read a process's mappings now (before it can exit); cheap when known. */
-void sym_note_pid(struct symbolizer *s, uint32_t pid);
+/*
+ * A process announced while it runs (bpf/stacks.bpf.h stk_newpid): read its
+ * mappings now and load the objects they map (through its map_files, which
+ * vanish with it), so that its frames are named at the drain even if it has
+ * exited by then. ident names the address space (0: unknown): another one
+ * (a reused pid, an exec, new mappings) is read afresh, the same one is not.
+ * Bounded by the same LRUs as the drain's lookups.
+ */
+void sym_note_pid(struct symbolizer *s, uint32_t pid, uint64_t ident);
 /* A new batch of lookups (a window's drain): a process's mappings are
  * re-read at most once per batch when an address falls outside them. */
 void sym_new_batch(struct symbolizer *s);

@@ -78,6 +78,12 @@ const char *trace_layer_name(unsigned layer)
 	switch (layer) {
 	case DC_LAYER_SYSCALL:
 		return "syscall";
+	case DC_LAYER_LIB:
+		return "lib";
+	case DC_LAYER_VFS:
+		return "vfs";
+	case DC_LAYER_BLOCK:
+		return "block";
 	default:
 		return "unknown";
 	}
@@ -234,16 +240,30 @@ void trace_batch_add(struct trace_batch *b, const struct trace_host *h, const st
 
 	LIT(o, "{\"id\":");
 	put_u64(o, id);
-	LIT(o, ",\"name\":\"");
-	buf_put(o, n->op, strlen(n->op)); /* op names are ours: no escaping needed */
-	LIT(o, "\",\"cat\":\"");
-	buf_put(o, trace_layer_name(e->layer), strlen(trace_layer_name(e->layer)));
+	LIT(o, ",\"name\":");
+	/* library functions are named by the binary's symbols: escaped; the
+	 * other layers' names are ours */
+	if (e->layer == DC_LAYER_LIB) {
+		json_escape(o, n->op, strlen(n->op));
+	} else {
+		buf_putc(o, '"');
+		buf_put(o, n->op, strlen(n->op));
+		buf_putc(o, '"');
+	}
+	LIT(o, ",\"cat\":\"");
+	{
+		const char *cat = n->cat ? n->cat : trace_layer_name(e->layer);
+
+		buf_put(o, cat, strlen(cat));
+	}
 	LIT(o, "\",\"pid\":");
 	put_u64(o, e->pid);
 	LIT(o, ",\"tid\":");
 	put_u64(o, e->tid);
+	/* nanoseconds as decimals, as dur: the multi-level view nests spans
+	 * by time containment, which whole microseconds would break */
 	LIT(o, ",\"ts\":");
-	put_u64(o, ts / 1000);
+	put_us3(o, ts);
 	LIT(o, ",\"dur\":");
 	put_us3(o, e->dur_ns);
 	LIT(o, ",\"ph\":\"X\",\"args\":{\"hhash\":");
@@ -261,6 +281,16 @@ void trace_batch_add(struct trace_batch *b, const struct trace_host *h, const st
 	if (e->flags & DC_TEV_OFFSET) {
 		LIT(o, ",\"offset\":");
 		put_u64(o, e->offset);
+	}
+	if (e->flags & DC_TEV_DEV) {
+		/* major:minor, as /proc/partitions and lsblk name the device */
+		LIT(o, ",\"dev\":\"");
+		put_u64(o, e->dev >> 20);
+		buf_putc(o, ':');
+		put_u64(o, e->dev & 0xfffff);
+		buf_putc(o, '"');
+		LIT(o, ",\"queue_us\":");
+		put_u64(o, e->queue_us);
 	}
 	LIT(o, ",\"ret\":");
 	put_i64(o, e->ret);

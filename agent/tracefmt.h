@@ -38,6 +38,7 @@ struct trace_batch {
 /* What the agent resolved for one event. */
 struct trace_names {
 	const char *op;	  /* "pwrite64" */
+	const char *cat;  /* the event's "cat"; NULL: the layer's name */
 	const char *comm; /* process name, NULL if unknown */
 	uint64_t fhash;	  /* 0: no file, or its name is unknown */
 	const char *path; /* the file's path when fhash != 0 */

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cgroup.h"
+#include "datacrumbs/vfs.h"
 #include "filepath.h"
 #include "macro.h"
 #include "ops.h"
@@ -21,7 +22,9 @@
 
 struct traces {
 	struct ring_buffer *ring;
-	struct bpf_map *cfg_map, *full_map;
+	struct bpf_map *cfg_map, *full_map, *ring_map, *lcnt_map;
+	uint64_t lcnt_prev[DC_LAYER_MAX][DC_TR_OUTCOMES];
+	int ncpus;
 	struct dc_trace_cfg policy;
 	uint64_t full_ids[MAX_FULL_CGROUPS];
 	unsigned n_full;
@@ -155,6 +158,7 @@ void traces_disable(struct syscall_bpf *skel)
 	bpf_map__set_autocreate(skel->maps.trace_cg_tat, false);
 	bpf_map__set_autocreate(skel->maps.trace_full, false);
 	bpf_map__set_autocreate(skel->maps.trace_percpu, false);
+	bpf_map__set_autocreate(skel->maps.trace_lcnt, false);
 }
 
 /* The full-trace set first, the policy that says how many there are last:
@@ -172,11 +176,60 @@ static int write_policy(struct traces *t)
 	return r ? -errno : 0;
 }
 
+static const char *const blk_op_names[] = {"read", "write", "flush", "discard", "other"};
+static const struct {
+	const char *name, *category;
+} vfs_funcs[] = {
+#define VFS_FUNC(name, cat, bytes) {#name, #cat},
+    DC_VFS_FUNCS(VFS_FUNC)
+#undef VFS_FUNC
+};
+
+/* The "cat" of a VFS-family function: the layer it belongs to in the
+ * multi-level view (datacrumbs-flame colours by it): the VFS itself, a
+ * file system, the page cache, or the bio submission path. */
+static const char *vfs_cat(uint32_t func)
+{
+	const char *c = func < ELEMENTSOF(vfs_funcs) ? vfs_funcs[func].category : "vfs";
+
+	if (!strcmp(c, "vfs"))
+		return "vfs";
+	if (!strcmp(c, "file_cache") || !strcmp(c, "page_cache"))
+		return "pagecache";
+	if (!strcmp(c, "bio"))
+		return "bio";
+	return "fs";
+}
+
+/* The event's operation name: the catalogues' for the kernel layers, the
+ * agent's table of attached functions for libraries. */
+static const char *op_name(const struct traces *t, const struct dc_trace_ev *e)
+{
+	const struct dc_op_info *oi;
+	const char *n = NULL;
+
+	switch (e->layer) {
+	case DC_LAYER_SYSCALL:
+		oi = ops_get(e->op);
+		n = oi ? oi->name : NULL;
+		break;
+	case DC_LAYER_LIB:
+		n = t->res.lib_func ? t->res.lib_func(t->res.opaque, e->op) : NULL;
+		break;
+	case DC_LAYER_VFS:
+		n = e->op < ELEMENTSOF(vfs_funcs) ? vfs_funcs[e->op].name : NULL;
+		break;
+	case DC_LAYER_BLOCK:
+		n = e->op < ELEMENTSOF(blk_op_names) ? blk_op_names[e->op] : NULL;
+		break;
+	}
+	return n ? n : "unknown";
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct traces *t = ctx;
 	const struct dc_trace_ev *e = data;
-	const struct dc_op_info *oi;
 	struct trace_names n = {};
 	char comm[32] = "";
 
@@ -184,8 +237,9 @@ static int on_event(void *ctx, void *data, size_t size)
 		t->unknown++;
 		return 0;
 	}
-	oi = e->layer == DC_LAYER_SYSCALL ? ops_get(e->op) : NULL;
-	n.op = oi ? oi->name : "unknown";
+	n.op = op_name(t, e);
+	if (e->layer == DC_LAYER_VFS)
+		n.cat = vfs_cat(e->op);
 	/* a name once per process and batch: resolving costs a map lookup */
 	if (t->res.comm && !trace_batch_knows_pid(&t->batch, e->pid)) {
 		t->res.comm(t->res.opaque, e->pid, comm, sizeof(comm));
@@ -203,11 +257,63 @@ int traces_start(struct traces *t, struct syscall_bpf *skel)
 
 	t->cfg_map = skel->maps.trace_cfg;
 	t->full_map = skel->maps.trace_full;
+	t->ring_map = skel->maps.traces;
+	t->lcnt_map = skel->maps.trace_lcnt;
+	t->ncpus = libbpf_num_possible_cpus();
+	if (t->ncpus <= 0)
+		return t->ncpus ? t->ncpus : -EINVAL;
 	r = write_policy(t);
 	if (r < 0)
 		return r;
 	t->ring = ring_buffer__new(bpf_map__fd(skel->maps.traces), on_event, t, NULL);
 	return t->ring ? 0 : -errno;
+}
+
+int traces_share(struct traces *t, struct bpf_object *obj)
+{
+	static const char *const names[] = {"traces", "trace_cfg", "trace_full", "trace_lcnt"};
+
+	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(obj, names[i]);
+		const struct bpf_map *own[] = {t ? t->ring_map : NULL, t ? t->cfg_map : NULL,
+					       t ? t->full_map : NULL, t ? t->lcnt_map : NULL};
+		int r;
+
+		if (!m)
+			return -ENOENT;
+		if (!t || !own[i]) {
+			r = bpf_map__set_autocreate(m, false);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		r = bpf_map__reuse_fd(m, bpf_map__fd(own[i]));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+void traces_layers_read(struct traces *t, uint64_t out[DC_LAYER_MAX][DC_TR_OUTCOMES])
+{
+	uint64_t v[t->ncpus > 0 ? t->ncpus : 1];
+
+	memset(out, 0, sizeof(uint64_t) * DC_LAYER_MAX * DC_TR_OUTCOMES);
+	if (!t->lcnt_map)
+		return;
+	for (__u32 l = 0; l < DC_LAYER_MAX; l++)
+		for (__u32 o = 0; o < DC_TR_OUTCOMES; o++) {
+			__u32 k = l * DC_TR_OUTCOMES + o;
+			uint64_t sum = 0;
+
+			if (bpf_map_lookup_elem(bpf_map__fd(t->lcnt_map), &k, v))
+				continue;
+			for (int c = 0; c < t->ncpus; c++)
+				sum += v[c];
+			/* never reset in the kernel: the window's share is the increase */
+			out[l][o] = sum - t->lcnt_prev[l][o];
+			t->lcnt_prev[l][o] = sum;
+		}
 }
 
 int traces_set_policy(struct traces *t, const struct dc_config *cfg, char *err, size_t errlen)

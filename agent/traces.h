@@ -19,6 +19,7 @@
 struct traces;
 struct syscall_bpf;
 struct probe_file;
+struct bpf_object;
 
 /* Names the reader needs for an event: process name and file name. */
 struct traces_resolver {
@@ -26,6 +27,9 @@ struct traces_resolver {
 	void (*comm)(void *opaque, uint32_t pid, char *out, size_t len);
 	/* 0 when the file has no known name; *path valid until the next call */
 	uint64_t (*file)(void *opaque, uint32_t dev, uint64_t ino, const char **path);
+	/* the name of a library function (DC_LAYER_LIB) by its index; NULL
+	 * when unknown. The other layers' names are the agent's catalogues. */
+	const char *(*lib_func)(void *opaque, uint32_t func);
 	void *opaque;
 };
 
@@ -38,6 +42,15 @@ void traces_disable(struct syscall_bpf *skel);
 /* After load: the policy into its map (the full-trace cgroups resolved),
  * the ring's reader. */
 int traces_start(struct traces *t, struct syscall_bpf *skel);
+/*
+ * Before loading another object that emits events (tracering.bpf.h: the
+ * library, VFS and block families): its ring, policy, full-trace set and
+ * layer counters become the system-call object's. With t NULL (traces off)
+ * those maps are not created; the caller sets its rodata traces_on to
+ * t != NULL. Reloading the system-call family makes new maps: the emitting
+ * families must then be reloaded too (the manager does).
+ */
+int traces_share(struct traces *t, struct bpf_object *obj);
 /* A new policy (reload): no program is reloaded. */
 int traces_set_policy(struct traces *t, const struct dc_config *cfg, char *err, size_t errlen);
 /* Stop keeping events (paused) or keep them again under the policy in force. */
@@ -53,7 +66,13 @@ struct traces_window {
 	uint64_t raw_bytes, zstd_bytes;
 	uint64_t unknown;  /* events the reader could not parse (other version) */
 	uint64_t too_many; /* batches sealed early (traces.batch_max_mib) */
+	/* the non-syscall layers' calls by outcome since the last read
+	 * (traces_layers_read); the syscall layer's row stays 0 */
+	uint64_t layers[DC_LAYER_MAX][DC_TR_OUTCOMES];
 };
+
+/* The layer counters' increase since the last call, into out. */
+void traces_layers_read(struct traces *t, uint64_t out[DC_LAYER_MAX][DC_TR_OUTCOMES]);
 
 /* Seal the window's batch into out (one zstd frame; empty when no event). */
 int traces_seal(struct traces *t, struct dc_buf *out, struct traces_window *st);

@@ -240,7 +240,7 @@ def drain_times(b, keys, reps):
     """{(keys, layout): [(flip us, drain us)]} from bench/drainbench."""
     res = {}
     for k in keys:
-        for layout in ("percpu", "shared", "floor"):
+        for layout in ("percpu", "shared", "hash-percpu", "hash-shared", "floor"):
             out = subprocess.run([os.path.join(b.build, "bench/drainbench"), str(k), layout,
                                   str(reps)], capture_output=True, text=True)
             if out.returncode:
@@ -382,8 +382,8 @@ def report(a, configs, not_run, runs, figures):
     for c, v in f.get("suite_cost", {}).items():
         print("%-14s over the workloads: user+sys %.3f%% of a core (median of rounds), "
               "RSS max %d KiB" % (c, med(v["share"]) * 100, max(v["rss"])))
-    print("\n[drain] the agent's flip and drain (agent/winmap.c, agent/drain.c) on N keys of "
-          "its system-call window map, %d repetitions, medians" % f["drain_reps"])
+    print("\n[drain] the agent's flip and drain (agent/slotmap.c) on N keys of its system-call "
+          "window map, %d repetitions, medians" % f["drain_reps"])
     print("%8s %8s %12s %10s %10s" % ("keys", "layout", "max_entries", "flip ms", "drain ms"))
     for (k, layout), v in f["drain"].items():
         if isinstance(v, str):
@@ -392,8 +392,9 @@ def report(a, configs, not_run, runs, figures):
         print("%8d %8s %12d %10.2f %10.2f" % (k, layout, 1 << (k - 1).bit_length(),
                                               med([x[0] for x in v]) / 1e3,
                                               med([x[1] for x in v]) / 1e3))
-    print("(floor: a shared hash of the same keys with 8-byte values drained by the same code, "
-          "nothing folded: the kernel's walk alone)")
+    print("(percpu, shared: the agent's slot map; hash-*: the per-window hash it replaced, for "
+          "comparison; floor: a shared hash of the same keys with 8-byte values drained by the "
+          "same code, nothing folded: the kernel's walk alone)")
     at = f["attach"]
     print("\n[attach] agent exec to READY=1, %d repetitions, medians" % len(at["default"]))
     print("default probe set: %.0f ms (stop: %.0f ms)" % (med(at["default"]),

@@ -24,6 +24,7 @@
 #include "datacrumbs/hist.h"
 #include "common.bpf.h"
 #include "filter.bpf.h"
+#include "tracering.bpf.h"
 
 const volatile bool plain_updates = false;
 const volatile __u32 agent_tgid = 0;
@@ -102,6 +103,25 @@ static __always_inline struct cgroup *bio_cgroup(struct bio *bio)
 	return cg;
 }
 
+/* The trace policy of a request's submitter, decided in its context: a
+ * user task by its cgroup and ancestors; a kernel thread only when the
+ * cgroup it writes for is itself listed in full (no ancestor walk from
+ * here: the current task is the kernel thread). */
+static __always_inline __s16 origin_trace(struct dc_blk_origin *o)
+{
+	__u64 cg;
+	int p;
+
+	if (!traces_on)
+		return -1;
+	o->tid = o->tgid ? (__u32)bpf_get_current_pid_tgid() : 0;
+	cg = o->tgid ? bpf_get_current_cgroup_id() : o->cgroup_id;
+	p = trace_layer_policy(o->tgid ? cg : 0);
+	if (p == 0 && !o->tgid && cg && bpf_map_lookup_elem(&trace_full, &cg))
+		p = DC_TEV_FULL;
+	return (__s16)p;
+}
+
 static __always_inline void on_bio_queue(struct bio *bio)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -120,6 +140,7 @@ static __always_inline void on_bio_queue(struct bio *bio)
 	/* a process is filtered as itself; a kernel thread has no uid or comm
 	 * of its own to match, only the cgroup it writes for */
 	o.filtered = o.tgid ? dc_filtered(task) : dc_filtered_cgroup(cg);
+	o.trace = origin_trace(&o);
 	bpf_map_update_elem(&bios, &key, &o, BPF_ANY);
 }
 
@@ -140,6 +161,7 @@ static __always_inline void set_origin(struct dc_blk_inflight *f, struct request
 		f->origin.tgid = BPF_CORE_READ(task, mm) ? BPF_CORE_READ(task, tgid) : 0;
 		f->origin.cgroup_id = f->origin.tgid ? bpf_get_current_cgroup_id() : 0;
 		f->origin.filtered = f->origin.tgid ? dc_filtered(task) : dc_filtered_cgroup(NULL);
+		f->origin.trace = origin_trace(&f->origin);
 	}
 }
 
@@ -188,8 +210,11 @@ static __always_inline void on_issue(struct request *rq)
 {
 	struct dc_blk_inflight *f = start_request(rq);
 
-	if (f)
+	if (f) {
 		f->issue_ns = bpf_ktime_get_ns();
+		f->sector = BPF_CORE_READ(rq, __sector);
+		f->bytes = BPF_CORE_READ(rq, __data_len);
+	}
 }
 
 /* A requeued request is issued again later: not a lost completion. */
@@ -237,6 +262,26 @@ static __always_inline void on_complete(struct request *rq, unsigned int nr_byte
 	dlat = now - f->issue_ns;
 	if (f->insert_ns && f->issue_ns > f->insert_ns)
 		qlat = f->issue_ns - f->insert_ns;
+	if (final && traces_on) {
+		/* completed in interrupt context: the submitter's identity and
+		 * policy come from the request's origin */
+		struct trace_layer_call t = {
+		    .layer = DC_LAYER_BLOCK,
+		    .op = op,
+		    .pid = f->origin.tgid,
+		    .tid = f->origin.tid,
+		    .ts = f->issue_ns,
+		    .lat = dlat,
+		    .cgroup_id = f->origin.cgroup_id,
+		    .size = f->bytes,
+		    .offset = f->sector << 9,
+		    .dev = k.dev,
+		    .queue_us = qlat / 1000 > 0xffffffffULL ? 0xffffffffU : (__u32)(qlat / 1000),
+		    .flags = DC_TEV_OFFSET | DC_TEV_DEV,
+		};
+
+		trace_layer_call(&t, f->origin.trace);
+	}
 	if (final)
 		bpf_map_delete_elem(&inflight, &key);
 

@@ -12,6 +12,12 @@
 #include "datacrumbs/hist.h"
 #include "common.bpf.h"
 #include "filter.bpf.h"
+#include "tracering.bpf.h"
+
+/* The trace layer of this object's events: the includer says which. */
+#ifndef DC_FN_LAYER
+#error "define DC_FN_LAYER (enum dc_trace_layer) before including func.bpf.h"
+#endif
 
 const volatile bool plain_updates = false;
 const volatile __u32 agent_tgid = 0;
@@ -73,6 +79,7 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes)
 	struct dc_fn_key k = {};
 	struct dc_fn_stack *st;
 	struct dc_fn_val *v;
+	__u64 start;
 	__u32 d;
 	bool inserted;
 
@@ -107,11 +114,27 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes)
 			if (i > found && i < (int)d)
 				count(DC_FN_CNT_ORPHAN);
 		st->depth = (__u32)found;
-		lat = now - st->ts[found & (DC_FN_DEPTH - 1)];
+		start = st->ts[found & (DC_FN_DEPTH - 1)];
+		lat = now - start;
 	}
 
 	k.cgroup_id = bpf_get_current_cgroup_id();
 	k.func = func;
+	if (traces_on) {
+		struct trace_layer_call t = {
+		    .layer = DC_FN_LAYER,
+		    .op = func,
+		    .pid = k.tgid,
+		    .tid = (__u32)bpf_get_current_pid_tgid(),
+		    .ts = start,
+		    .lat = lat,
+		    .cgroup_id = k.cgroup_id,
+		    .size = bytes && ret >= 0 ? (__u64)ret : 0,
+		    .ret = ret,
+		};
+
+		trace_layer_call(&t, trace_layer_policy(k.cgroup_id));
+	}
 	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
 	if (!v) {
 		count(DC_FN_CNT_AGG_FULL);

@@ -61,6 +61,27 @@ struct {
 
 static const struct dc_stk_val stk_zero;
 
+/* Processes announced to the agent, by tgid: the identity of the address
+ * space announced (start time, mm, mapping count), so that a reused pid,
+ * an exec or new mappings announce it again. Only looked at on a window's
+ * new key, so a process that maps and unmaps all the time is announced at
+ * most once per new stack. LRU: a node's processes come and go; an
+ * evicted live process is announced once more. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} stk_pids SEC(".maps");
+
+/* Announcements: rare (once per process with captured stacks), so each
+ * wakes the agent at once: a process living 100 ms is still there when
+ * the agent reads its /proc entries. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 10); /* 4096 announcements of 16 bytes + 8 of header */
+} stk_newpid SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -183,6 +204,37 @@ static __always_inline __u64 stk_leaf_caller(const struct stk_call *sc)
 }
 
 /* Exit: the call's verdict, its user stack, its key. */
+/* On a new key of a window: announce the process if the agent has not
+ * seen its address space as it is now. */
+static __always_inline void stk_announce(__u32 tgid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct mm_struct *mm = BPF_CORE_READ(task, mm);
+	__u64 ident = BPF_CORE_READ(task, group_leader, start_time) ^
+		      ((__u64)mm * 0x9E3779B97F4A7C15ULL) ^
+		      ((__u64)(__u32)BPF_CORE_READ(mm, map_count) << 40);
+	__u64 *seen = bpf_map_lookup_elem(&stk_pids, &tgid);
+	struct dc_stk_newpid *e;
+
+	if (seen && *seen == ident)
+		return;
+	if (bpf_map_update_elem(&stk_pids, &tgid, &ident, BPF_ANY))
+		return;
+	e = bpf_ringbuf_reserve(&stk_newpid, sizeof(*e), 0);
+	if (!e) {
+		/* announced at the drain instead, as before; forgotten here so a
+		 * later call tries again */
+		bpf_map_delete_elem(&stk_pids, &tgid);
+		dc_count(&stk_counters, DC_STK_CNT_ANNOUNCE_LOST);
+		return;
+	}
+	e->tgid = tgid;
+	e->pad = 0;
+	e->ident = ident;
+	bpf_ringbuf_submit(e, 0);
+	dc_count(&stk_counters, DC_STK_CNT_ANNOUNCED);
+}
+
 static __always_inline void stacks_exit(void *ctx, const struct stk_call *sc, __u64 cgroup_id,
 					__u32 tgid, __u32 op, __u64 lat, __u64 bytes)
 {
@@ -220,6 +272,9 @@ static __always_inline void stacks_exit(void *ctx, const struct stk_call *sc, __
 		k.kgen = sc->kstack >= 0 ? sc->kseq & (DC_STACK_GENS - 1) : 0;
 	}
 	v = dc_window_value(&stk_gen, &k, &stk_zero, &inserted);
+	/* a process's first call has a new key: only then is it looked up */
+	if (inserted && id >= 0)
+		stk_announce(tgid);
 	if (!v) {
 		dc_count(&stk_counters, DC_STK_CNT_KEY_FULL);
 		v = bpf_map_lookup_elem(&stk_overflow, &op);

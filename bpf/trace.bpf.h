@@ -13,21 +13,7 @@
 #ifndef DC_TRACE_BPF_H
 #define DC_TRACE_BPF_H
 
-#include "datacrumbs/trace.h"
-
-const volatile bool traces_on = false;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 << 20); /* sized from config before load */
-} traces SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct dc_trace_cfg);
-} trace_cfg SEC(".maps");
+#include "tracering.bpf.h"
 
 /* The node's token bucket as GCRA: the time the bucket is next empty. */
 struct {
@@ -43,14 +29,6 @@ struct {
 	__type(key, __u64); /* cgroup id */
 	__type(value, __u64);
 } trace_cg_tat SEC(".maps");
-
-/* Workloads traced in full: cgroup ids, matched with their descendants. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
-	__type(key, __u64);
-	__type(value, __u8);
-} trace_full SEC(".maps");
 
 /* Candidates the buckets refused on this CPU since they let one through:
  * the next kept event stands for them too. Also the 1-in-N count where
@@ -79,23 +57,6 @@ static __always_inline bool bucket_take(__u64 *tat, __u64 now, __u64 gap, __u64 
 		if (next - now > burst)
 			return false;
 		if (__sync_val_compare_and_swap(tat, old, next) == old)
-			return true;
-	}
-	return false;
-}
-
-static __always_inline bool full_workload(const struct dc_trace_cfg *c, __u64 cgroup_id)
-{
-	if (!c->full_cgroups)
-		return false;
-	if (bpf_map_lookup_elem(&trace_full, &cgroup_id))
-		return true;
-	for (int level = 1; level < 16; level++) {
-		__u64 a = bpf_get_current_ancestor_cgroup_id(level);
-
-		if (!a || a == cgroup_id)
-			break;
-		if (bpf_map_lookup_elem(&trace_full, &a))
 			return true;
 	}
 	return false;
@@ -200,7 +161,7 @@ static __always_inline enum trace_outcome trace_call(__u32 layer, __u32 op, __u6
 	e->size = size;
 	e->ret = ret;
 	e->weight = weight;
-	e->pad = 0;
+	e->queue_us = 0;
 	e->fd = fs->kind != DC_FK_NONE ? fs->fd : -1;
 	if (fs->kind != DC_FK_NONE && fs->ino) {
 		flags |= DC_TEV_FILE;
@@ -215,10 +176,7 @@ static __always_inline enum trace_outcome trace_call(__u32 layer, __u32 op, __u6
 		e->offset = 0;
 	}
 	e->flags = flags;
-	bpf_ringbuf_submit(e, bpf_ringbuf_query(&traces, BPF_RB_AVAIL_DATA) >
-				      bpf_ringbuf_query(&traces, BPF_RB_RING_SIZE) / 2
-				  ? BPF_RB_FORCE_WAKEUP
-				  : BPF_RB_NO_WAKEUP);
+	trace_submit(e);
 	return TR_KEPT;
 }
 

@@ -10,6 +10,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#define DC_FN_LAYER DC_LAYER_LIB
 #include "func.bpf.h"
 
 /* libbpf 1.1 has no BPF_UPROBE; uprobes pass the same pt_regs as kprobes */

@@ -15,6 +15,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "datacrumbs/vfs.h"
+#define DC_FN_LAYER DC_LAYER_VFS
 #include "func.bpf.h"
 
 /* fexit reads the return value with bpf_get_func_ret(), so one macro serves

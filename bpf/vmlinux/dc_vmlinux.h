@@ -64,6 +64,7 @@ struct pt_regs {
 struct file;
 struct mm_struct {
 	struct file *exe_file; /* what exec() ran; prctl(PR_SET_MM_EXE_FILE) may swap it */
+	int map_count;	       /* mappings: changes with mmap, munmap, exec */
 };
 
 typedef struct {
@@ -78,6 +79,7 @@ struct task_struct {
 	int tgid;
 	struct mm_struct *mm; /* NULL for kernel threads */
 	struct task_struct *group_leader;
+	u64 start_time; /* CLOCK_MONOTONIC ns at fork: (pid, start_time) names a process */
 	const struct cred *real_cred;
 	char comm[16];
 	struct files_struct *files;
@@ -117,6 +119,7 @@ struct request {
 	struct request_queue *q;
 	unsigned int cmd_flags;
 	unsigned int __data_len;
+	u64 __sector; /* sector_t */
 	struct bio *bio;
 };
 

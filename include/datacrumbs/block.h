@@ -49,13 +49,20 @@ struct dc_blk_val {
 struct dc_blk_origin {
 	__u64 cgroup_id;
 	__u32 tgid;
-	__u32 filtered; /* left out by filter.*: its completion is not counted */
+	__u32 tid;	/* the submitting thread, for trace events (0 for kernel threads) */
+	__u16 filtered; /* left out by filter.*: its completion is not counted */
+	/* the trace policy for the submitter, decided where its task is known:
+	 * -1 not traced, 0 only if slow, DC_TEV_FULL a fully traced workload */
+	__s16 trace;
+	__u32 pad;
 };
 
 /* A request in flight. */
 struct dc_blk_inflight {
 	__u64 insert_ns; /* 0: went straight to issue (no queueing seen) */
 	__u64 issue_ns;
+	__u64 sector; /* at issue, for trace events */
+	__u64 bytes;  /* at issue: the request's whole size */
 	struct dc_blk_origin origin;
 };
 

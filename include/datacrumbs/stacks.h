@@ -115,8 +115,21 @@ enum dc_stk_counter {
 	DC_STK_CNT_USTACK_LOST = 1,
 	DC_STK_CNT_KSTACK_LOST = 2,
 	DC_STK_CNT_KSTACK_STALE = 3,
-	DC_STK_CNT_CAPTURES = 4, /* kernel stacks captured at a switch-out */
-	DC_STK_CNT_MAX = 5,
+	DC_STK_CNT_CAPTURES = 4,      /* kernel stacks captured at a switch-out */
+	DC_STK_CNT_ANNOUNCED = 5,     /* processes announced to the agent (stk_newpid) */
+	DC_STK_CNT_ANNOUNCE_LOST = 6, /* announcements the ring had no room for */
+	DC_STK_CNT_MAX = 7,
+};
+
+/* A process whose user stacks were captured for the first time, or whose
+ * address space changed since it was last announced (a reused pid, an
+ * exec, new mappings: the loader maps libc after the first calls): the
+ * agent reads its mappings and opens its objects while it still runs,
+ * instead of at the window's drain. */
+struct dc_stk_newpid {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ident; /* start time, mm and mapping count, mixed: equal means unchanged */
 };
 
 #endif

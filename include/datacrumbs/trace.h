@@ -17,9 +17,30 @@
 
 #define DC_TRACE_VERSION 1
 
+/*
+ * The layers that emit events. The system-call layer samples by the whole
+ * policy; the others (library uprobes, VFS functions, block requests) keep
+ * only fully traced workloads' calls and slow calls, never 1-in-N or the
+ * buckets: independent samples per layer would not nest into each other,
+ * while "every call of this workload" and "every call slower than X" are
+ * the same choice in every layer.
+ */
 enum dc_trace_layer {
 	DC_LAYER_SYSCALL = 1,
-	DC_LAYER_MAX = 2,
+	DC_LAYER_LIB = 2,   /* op: index into the agent's table of uprobed functions */
+	DC_LAYER_VFS = 3,   /* op: enum dc_vfs_func (include/datacrumbs/vfs.h) */
+	DC_LAYER_BLOCK = 4, /* op: enum dc_blk_op; pid, tid, cgroup: the submitter's */
+	DC_LAYER_MAX = 5,
+};
+
+/* Per-layer outcome counters (trace_lcnt, a per-CPU array shared by every
+ * object that emits): key layer * DC_TR_OUTCOMES + outcome. The syscall
+ * layer counts in its window values instead, and leaves its row at 0. */
+enum dc_trace_outcome {
+	DC_TR_KEPT = 0,
+	DC_TR_SAMPLED_OUT = 1,
+	DC_TR_DROPPED = 2,
+	DC_TR_OUTCOMES = 3,
 };
 
 enum dc_trace_ev_flags {
@@ -27,6 +48,7 @@ enum dc_trace_ev_flags {
 	DC_TEV_SLOW = 2,   /* kept as slower than the threshold */
 	DC_TEV_FULL = 4,   /* kept as a fully traced workload */
 	DC_TEV_OFFSET = 8, /* offset is meaningful (a data call on a file) */
+	DC_TEV_DEV = 16,   /* dev names a block device (block layer; ino 0) */
 };
 
 struct dc_trace_ev {
@@ -46,8 +68,8 @@ struct dc_trace_ev {
 	__u64 offset;
 	__u64 size; /* bytes moved (return value of data calls) or the size argument */
 	__s64 ret;
-	__u32 weight; /* events this one stands for (>= 1) */
-	__u32 pad;
+	__u32 weight;	/* events this one stands for (>= 1) */
+	__u32 queue_us; /* block layer: insert to issue, µs (saturated); else 0 */
 };
 
 /*

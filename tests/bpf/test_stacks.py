@@ -9,6 +9,9 @@ usage: test_stacks.py SCENARIO AGENT STACKLOAD FLAME SCREENSHOT
                Chromium (screenshot kept at SCREENSHOT) with search working
   merge:       the profiles of run A and of run B, merged by the flame tool,
                equal the profile of A and B run at once
+  short-lived: a process living about 200 ms, gone long before its window's
+               drain, still has its user frames named (the agent read its
+               mappings when the programs announced it)
 The workload runs in a cgroup of its own that the agent profiles in full;
 everything is attributed by pid or by that cgroup, never by the node.
 """
@@ -283,6 +286,63 @@ def merge(c, agent_bin, load, tool):
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def short_lived(c, agent_bin, load):
+    """A process gone before the drain: its user frames are named all the same."""
+    import time
+    cg = Cgroup()
+    tmp = tempfile.mkdtemp(prefix="dc-stacks-")
+    # windows of 3 s: the process (about 200 ms) has exited well before the
+    # drain of the window its calls fall in, when the mappings used to be read
+    conf = agent_conf(cg).replace("interval = 0.5;", "interval = 3.0;")
+    try:
+        a = Agent(agent_bin, conf)
+        try:
+            t0 = time.time()
+            pid = run_load(load, cg, os.path.join(tmp, "data"), "a", linger_ms=200)
+            t1 = time.time()
+            # let the window close (and its stacks record go out) after the exit
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                try:
+                    if stacks_of(a.records(), pid):
+                        break
+                except (AssertionError, ValueError):
+                    pass  # a record being written: read again
+                time.sleep(0.2)
+        finally:
+            rc = a.stop()
+        c.eq(rc, 0, "agent exit status")
+        recs = a.records()
+    finally:
+        cg.remove()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("# the workload lived %.0f ms" % ((t1 - t0) * 1000))
+    c.check(t1 - t0 < 1.0, "the workload is short-lived (%.0f ms)" % ((t1 - t0) * 1000))
+    srec = [r for r in recs if r["type"] == "stacks" and r["pid"] == pid]
+    c.check(len(srec) > 0, "a stacks record for the workload (pid %d)" % pid)
+    # the record's window ended after the process did: its drain came later
+    c.check(all(r["ts_end"] / 1e6 > t1 for r in srec),
+            "its window closed after the process exited (%s > %.3f)"
+            % ([r["ts_end"] / 1e6 for r in srec], t1))
+    rows = [row for r in srec for row in r["stacks"]]
+    pw = [r for r in rows if r["op"] == "pwrite64"]
+    c.eq(sum(r["count"] for r in pw), ITERS, "every pwrite of the workload profiled")
+    named = [r for r in pw if "writer_a" in r["stack"].split(";") and "main" in r["stack"].split(";")]
+    c.eq(sum(r["count"] for r in named), ITERS,
+         "user frames named after the process exited: main;writer_a (%s)"
+         % sorted({r["stack"].split(";[syscall]")[0] for r in pw}))
+    # the calls of stackload itself; the same pid's calls before its exec
+    # (the harness writing cgroup.procs) ran in another address space
+    own = [r for r in rows if r["op"] in ("pwrite64", "fsync")]
+    c.check(own and not any("[unknown]" in r["stack"].split(";") for r in own),
+            "no [unknown] user frame in the workload's writes and fsync (%s)"
+            % [r["stack"].split(";[syscall]")[0] for r in rows if "[unknown]" in r["stack"]])
+    agents = [r for r in recs if r["type"] == "agent" and "stacks" in r]
+    c.check(sum(r["stacks"]["processes_announced"] for r in agents) >= 1,
+            "the process was announced to the agent (processes_announced)")
+    c.eq(sum(r["stacks"]["announcements_lost"] for r in agents), 0, "no announcement lost")
+
+
 def main():
     require_root()
     scenario, agent_bin, load, tool, shot = sys.argv[1:6]
@@ -291,6 +351,8 @@ def main():
         proportions(c, agent_bin, load, tool, shot)
     elif scenario == "merge":
         merge(c, agent_bin, load, tool)
+    elif scenario == "short-lived":
+        short_lived(c, agent_bin, load)
     else:
         print("unknown scenario %s" % scenario)
         sys.exit(2)

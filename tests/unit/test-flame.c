@@ -215,7 +215,26 @@ static void test_nest(void)
 		flame_init(&t);
 		flame_nest(o, 2, &t);
 		c = collapsed(&t);
-		CHECK_STR(c, "syscall:a 10 1 0\nsyscall:b 10 1 0\n", "overlap is not containment");
+		CHECK_STR(c, "syscall:a 10 1 0\nsyscall:b 5 1 0\n",
+			  "overlap is not containment; the overlap is counted once");
+		free(c);
+		flame_free(&t);
+	}
+	/* concurrent block requests of one thread under one VFS call: none is
+	 * the other's parent, and together they count their union, so the
+	 * parent's time is never outgrown */
+	{
+		struct flame_span o[] = {{1, 1, 0, 100, "vfs", "f", 0, NULL},
+					 {1, 1, 10, 30, "block", "write", 1, NULL},
+					 {1, 1, 10, 50, "block", "write", 2, NULL},
+					 {1, 1, 50, 40, "block", "write", 4, NULL}};
+
+		flame_init(&t);
+		flame_nest(o, 4, &t);
+		c = collapsed(&t);
+		CHECK_STR(c, "vfs:f 20 1 0\nvfs:f;block:write 80 3 7\n",
+			  "block requests are leaves; their overlap counted once");
+		CHECK_U64(t.root.time_ns, 100, "the parent's duration, not more");
 		free(c);
 		flame_free(&t);
 	}

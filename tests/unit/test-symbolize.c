@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "datacrumbs/stacks.h"
@@ -136,16 +137,54 @@ static void test_self(void)
 
 	/* the process table is bounded too */
 	CHECK(symbolizer_new(64 << 20, 2, &s) == 0, "new, 2 processes");
-	sym_note_pid(s, (uint32_t)getpid());
-	sym_note_pid(s, 1);
-	sym_note_pid(s, (uint32_t)getppid());
+	sym_note_pid(s, (uint32_t)getpid(), 0);
+	sym_note_pid(s, 1, 0);
+	sym_note_pid(s, (uint32_t)getppid(), 0);
 	sym_get_stats(s, &st);
 	CHECK_U64(st.pids, 2, "least recently used process dropped");
 	symbolizer_free(s);
 }
 
+/* A process announced while it ran is named after it exited; one that was
+ * not is not (its /proc entries are gone). */
+static void test_exited(void)
+{
+	struct symbolizer *s, *late;
+	struct sym_frame f;
+	int go[2];
+	pid_t child;
+	char c = 0;
+
+	if (pipe(go) < 0) {
+		CHECK(false, "pipe");
+		return;
+	}
+	child = fork();
+	if (child == 0) {
+		/* lives until the parent has looked, then exits */
+		close(go[1]);
+		(void)!read(go[0], &c, 1);
+		_exit(0);
+	}
+	close(go[0]);
+	CHECK(symbolizer_new(64 << 20, 8, &s) == 0 && symbolizer_new(64 << 20, 8, &late) == 0,
+	      "new (two)");
+	sym_note_pid(s, (uint32_t)child, 12345);
+	close(go[1]);
+	waitpid(child, NULL, 0);
+	CHECK(sym_user(s, (uint32_t)child, (uint64_t)(uintptr_t)dc_test_marker_fn + 1, &f) == 0 &&
+		  !strcmp(f.name ?: "", "dc_test_marker_fn"),
+	      "announced, then exited: frame still named (%s)", f.name ?: "(none)");
+	CHECK(sym_user(late, (uint32_t)child, (uint64_t)(uintptr_t)dc_test_marker_fn + 1, &f) ==
+		  -ENOENT,
+	      "not announced, exited: no mapping to name it by");
+	symbolizer_free(s);
+	symbolizer_free(late);
+}
+
 int main(void)
 {
+	test_exited();
 	test_kallsyms();
 	test_call_site();
 	test_clean();

@@ -58,8 +58,8 @@ int main(void)
 	CHECK_U64(b.n_events, 2, "two events");
 	CHECK_U64(b.n_meta, 3, "host, process and file named once each");
 	CHECK(trace_batch_knows_pid(&b, 42), "the batch knows its process");
-	CHECK(strstr(b.events.data, "\"ts\":1700000000001000,") != NULL,
-	      "ts on the wall clock, in microseconds");
+	CHECK(strstr(b.events.data, "\"ts\":1700000000001000.000,") != NULL,
+	      "ts on the wall clock, in microseconds, the nanoseconds as decimals");
 	CHECK(strstr(b.events.data, "\"dur\":1.234,") != NULL, "dur keeps the nanoseconds");
 	CHECK(strstr(b.events.data, "\"fhash\":\"0000000000001234\"") != NULL, "file hash");
 	CHECK(strstr(b.events.data, "\"offset\":8192") != NULL, "offset of a data call");
@@ -82,7 +82,41 @@ int main(void)
 	CHECK(fh && x && fh < x, "metadata precede the events in the frame");
 	CHECK(count(raw, raw_len, "\n") == 5, "five lines: 3 metadata, 2 events");
 	free(raw);
-	buf_free(&z);
+
+	/* the other layers: a library function named by a binary's symbol
+	 * (escaped), a block request with its device and queue time */
+	e = (struct dc_trace_ev){.version = DC_TRACE_VERSION,
+				 .layer = DC_LAYER_LIB,
+				 .pid = 42,
+				 .tid = 43,
+				 .ts_ns = 1000123,
+				 .dur_ns = 5000,
+				 .fd = -1,
+				 .weight = 1,
+				 .flags = DC_TEV_FULL};
+	n = (struct trace_names){.op = "odd\"name"};
+	trace_batch_add(&b, &h, &e, &n, 1700000000000000000LL, 3);
+	e.layer = DC_LAYER_BLOCK;
+	e.dev = 7u << 20 | 3;
+	e.offset = 4096;
+	e.size = 65536;
+	e.queue_us = 12;
+	e.flags = DC_TEV_FULL | DC_TEV_OFFSET | DC_TEV_DEV;
+	n.op = "write";
+	trace_batch_add(&b, &h, &e, &n, 1700000000000000000LL, 4);
+	CHECK(strstr(b.events.data, "\"name\":\"odd\\\"name\",\"cat\":\"lib\"") != NULL,
+	      "a library function's name is escaped, its layer is lib");
+	CHECK(strstr(b.events.data, "\"ts\":1700000000001000.123,") != NULL,
+	      "sub-microsecond start kept");
+	CHECK(
+	    strstr(
+		b.events.data,
+		"\"cat\":\"block\",\"pid\":42,\"tid\":43,\"ts\":1700000000001000.123,\"dur\":5.000,"
+		"\"ph\":\"X\"") != NULL,
+	    "a block request: its submitter's pid and tid, its issue time and duration");
+	CHECK(strstr(b.events.data, "\"offset\":4096,\"dev\":\"7:3\",\"queue_us\":12,") != NULL,
+	      "a block request's device and queue time");
 	trace_batch_free(&b);
+	buf_free(&z);
 	return tap_done();
 }

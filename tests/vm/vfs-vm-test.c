@@ -5,7 +5,9 @@
  * both). Statically linked, it is the VM's /init: mounts what libbpf needs,
  * then for each mechanism attaches the VFS probes (agent/probe-vfs.c, the
  * agent's own code), makes an exactly known set of calls, drains one window
- * and compares. Prints "VMTEST <mechanism> PASS|FAIL ..." lines, then
+ * and compares; the same calls' trace events, written by the VFS programs
+ * into the system-call object's ring (every call kept as slow), must be
+ * there one for one. Prints "VMTEST <mechanism> PASS|FAIL ..." lines, then
  * "VMTEST DONE", and powers the VM off. The same boot then proves the
  * system-call programs with the file layer (syscall-vm-test.c): one boot,
  * because a boot under TCG is most of the test's time.
@@ -20,9 +22,13 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
+#include "config.h"
 #include "datacrumbs/vfs.h"
+#include "probe-syscall.h"
 #include "probe-vfs.h"
+#include "traces.h"
 #include "vm-test.h"
 
 #define N  100
@@ -38,16 +44,75 @@ static void sum(const struct dc_fn_drain *d, uint32_t func, uint64_t *count, uin
 		}
 }
 
+static size_t count_str(const char *s, size_t len, const char *what)
+{
+	size_t n = 0, w = strlen(what);
+
+	for (size_t i = 0; i + w <= len; i++)
+		if (!memcmp(s + i, what, w))
+			n++;
+	return n;
+}
+
+/* The trace events the ring holds, as one batch's NDJSON (NULL when they
+ * cannot be read): the system-call object's ring, shared with the VFS
+ * programs, where every call is "slow" under the policy set below. */
+static char *trace_text(struct traces *t, size_t *len)
+{
+	struct dc_buf z = {};
+	struct traces_window st;
+	char *raw = NULL;
+
+	*len = 0;
+	if (traces_consume(t) >= 0 && traces_seal(t, &z, &st) >= 0 && z.len) {
+		*len = ZSTD_getFrameContentSize(z.data, z.len);
+		raw = malloc(*len + 1);
+		if (raw && ZSTD_decompress(raw, *len, z.data, z.len) != *len) {
+			free(raw);
+			raw = NULL;
+		}
+	}
+	buf_free(&z);
+	return raw;
+}
+
+/* This process's events of one VFS function; -1 without events. */
+static long vfs_events(const char *raw, size_t len, const char *name)
+{
+	char what[128];
+
+	if (!raw)
+		return -1;
+	snprintf(what, sizeof(what), "\"name\":\"%s\",\"cat\":\"vfs\",\"pid\":%d,", name,
+		 (int)getpid());
+	return (long)count_str(raw, len, what);
+}
+
 static int run(const char *mech)
 {
 	struct probe_vfs_opts o = {.mechanism = mech, .max_keys = 1024, .percpu = true};
-	uint64_t wc, wb, rc, rb, oc, ob;
+	uint64_t wc, wb, rc, rb, oc, ob, lc[DC_LAYER_MAX][DC_TR_OUTCOMES];
 	struct dc_fn_drain d = {};
 	struct probe_vfs *p = NULL;
+	struct probe_syscall *sys = NULL;
+	struct traces *t;
+	struct dc_config cfg;
 	static char buf[SZ];
 	char detail[512];
+	char *text;
+	size_t text_len;
+	long ew, er;
 	int fd, r, ok;
 
+	/* the trace events of the VFS programs on this mechanism: the ring is
+	 * the system-call object's; every call at least 1 ns long is kept */
+	config_defaults(&cfg);
+	if (config_set(&cfg, "traces.sampling.slow_ms", "0.000001", detail, sizeof(detail)) < 0 ||
+	    probe_syscall_new(&cfg, &sys) < 0 || !(t = probe_syscall_traces(sys))) {
+		printf("VMTEST %s FAIL no trace ring: %s\n", mech, detail);
+		return 1;
+	}
+	o.traces = t;
 	r = probe_vfs_new(&o, &p, detail, sizeof(detail));
 	if (r < 0) {
 		printf("VMTEST %s FAIL attach: %s\n", mech, detail);
@@ -61,6 +126,8 @@ static int run(const char *mech)
 	 * close that window, then make nothing but the measured calls before
 	 * the next drain (no printf) */
 	probe_vfs_flip_and_drain(p, &d);
+	free(trace_text(t, &text_len)); /* and the attach's events */
+	traces_layers_read(t, lc);
 	fd = open("/tmp/vfs-test", O_CREAT | O_RDWR | O_TRUNC, 0600);
 	for (int i = 0; i < N; i++)
 		if (write(fd, buf, SZ) != SZ)
@@ -71,16 +138,24 @@ static int run(const char *mech)
 			break;
 	close(fd);
 	r = probe_vfs_flip_and_drain(p, &d);
+	traces_layers_read(t, lc);
+	text = trace_text(t, &text_len);
+	ew = vfs_events(text, text_len, "vfs_write");
+	er = vfs_events(text, text_len, "vfs_read");
+	free(text);
 	sum(&d, DC_VFS_vfs_write, &wc, &wb);
 	sum(&d, DC_VFS_vfs_read, &rc, &rb);
 	sum(&d, DC_VFS_vfs_open, &oc, &ob);
-	ok =
-	    !r && wc == N && wb == (uint64_t)N * SZ && rc == N && rb == (uint64_t)N * SZ && oc == 1;
+	ok = !r && wc == N && wb == (uint64_t)N * SZ && rc == N && rb == (uint64_t)N * SZ &&
+	     oc == 1 && ew == N && er == N && lc[DC_LAYER_VFS][DC_TR_KEPT] >= 2 * N + 1 &&
+	     !lc[DC_LAYER_VFS][DC_TR_DROPPED];
 	printf("VMTEST %s %s vfs_write=%llu/%llu vfs_read=%llu/%llu vfs_open=%llu (want %d/%d, "
-	       "%d/%d, 1) [%s]\n",
+	       "%d/%d, 1) trace events vfs_write=%ld vfs_read=%ld (want %d, %d), layer kept=%llu "
+	       "dropped=%llu [%s]\n",
 	       mech, ok ? "PASS" : "FAIL", (unsigned long long)wc, (unsigned long long)wb,
 	       (unsigned long long)rc, (unsigned long long)rb, (unsigned long long)oc, N, N * SZ, N,
-	       N * SZ, probe_vfs_detail(p));
+	       N * SZ, ew, er, N, N, (unsigned long long)lc[DC_LAYER_VFS][DC_TR_KEPT],
+	       (unsigned long long)lc[DC_LAYER_VFS][DC_TR_DROPPED], probe_vfs_detail(p));
 	if (!ok)
 		for (size_t i = 0; i < d.n; i++)
 			printf(
@@ -90,6 +165,7 @@ static int run(const char *mech)
 			    (unsigned long long)d.entries[i].bytes,
 			    (unsigned long long)d.entries[i].errors);
 	probe_vfs_free(p);
+	probe_syscall_free(sys);
 	return !ok;
 }
 
