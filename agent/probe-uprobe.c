@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "elfsyms.h"
@@ -64,8 +65,15 @@ struct probe_uprobe {
 
 static void unlink_all(struct probe_uprobe *p)
 {
-	for (size_t i = 0; i < p->n_links; i++)
+	for (size_t i = 0; i < p->n_links; i++) {
+		/* releasing a perf-event uprobe waits out grace periods under the
+		 * kernel's event_mutex, about 120 ms a function here (closing from
+		 * 8 threads measured no faster: docs/benchmarks.md); keep systemd's
+		 * stop timeout ahead of a long release */
+		if (i % 128 == 0)
+			sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
 		bpf_link__destroy(p->links[i]);
+	}
 	p->n_links = 0;
 	for (size_t i = 0; i < p->n_link_fds; i++)
 		close(p->link_fds[i]);
