@@ -42,7 +42,7 @@ struct dc_uprobe_multi_attr {
 };
 
 struct probe_uprobe {
-	const struct dc_config *cfg;
+	const struct dc_config *cfg; /* while attaching */
 	struct uprobe_bpf *skel;
 	struct dc_filter *filter;
 	enum mech mech;
@@ -343,7 +343,9 @@ int probe_uprobe_new(const struct dc_config *cfg, struct probe_uprobe **ret, cha
 		 "%s%zu functions in %d libraries; atomic updates", off ? "; " : "", p->n_funcs,
 		 cfg->n_libs);
 	log_info("uprobes attached to %zu library functions (%s)", p->n_funcs, mech_names[p->mech]);
+	/* both the caller's: used while attaching only */
 	p->err = NULL;
+	p->cfg = NULL;
 	*ret = TAKE_PTR(p);
 	return 0;
 }
