@@ -67,7 +67,7 @@ static void unlink_all(struct probe_uprobe *p)
 {
 	for (size_t i = 0; i < p->n_links; i++) {
 		/* releasing a perf-event uprobe waits out grace periods under the
-		 * kernel's event_mutex, about 120 ms a function here (closing from
+		 * kernel's event_mutex, about 120 ms a link here (closing from
 		 * 8 threads measured no faster: docs/benchmarks.md); keep systemd's
 		 * stop timeout ahead of a long release */
 		if (i % 128 == 0)
