@@ -90,6 +90,11 @@ static const struct dc_cfg_item items[] = {
      "distinct (process, cgroup, library function) keys per window"},
     {"maps.library_max_functions", CFG_INT, F(library_max_functions), "512", 1, 65536, NULL,
      "library functions the patterns may select in all; more is an error at start"},
+    {"probes.library_mechanism", CFG_STRING, F(library_mechanism), "auto", 0, 0,
+     "auto|uprobe_multi|uprobe",
+     "how the library uprobes attach: uprobe_multi (kernel 6.6+) takes two links per library "
+     "for all its functions, uprobe two perf events per function (its stop waits for grace "
+     "periods per function: minutes for a thousand); auto takes uprobe_multi, else uprobe"},
     {"probes.vfs.enable", CFG_BOOL, F(vfs_enable), "true", 0, 0, NULL,
      "time the kernel's VFS and file-system entry points (vfs_read, vfs_write, "
      "ext4_file_write_iter, ext4_sync_file, xfs_file_fsync, ...) per process"},

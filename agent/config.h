@@ -53,6 +53,7 @@ struct dc_config {
 	int n_libs;
 	int64_t library_max_keys;
 	int64_t library_max_functions;
+	char library_mechanism[16]; /* auto | uprobe_multi | uprobe */
 	bool vfs_enable;
 	char vfs_mechanism[16]; /* auto | fentry | kprobe | tracepoint */
 	char vfs_categories[256];

@@ -1451,7 +1451,7 @@ static void probes_report(struct manager *m)
 	if (m->up)
 		m->probes[m->n_probes++] =
 		    (struct dc_probe_report){.name = "libraries",
-					     .mechanism = "uprobe",
+					     .mechanism = probe_uprobe_mechanism(m->up),
 					     .detail = probe_uprobe_detail(m->up)};
 	else if (m->cfg.n_libs && m->budget_level >= DC_BUDGET_LIBRARIES_OFF)
 		m->probes[m->n_probes++] = (struct dc_probe_report){

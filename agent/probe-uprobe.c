@@ -5,37 +5,97 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "elfsyms.h"
 #include "filter.h"
 #include "log.h"
 #include "macro.h"
+#include "mechanism.h"
 #include "probe-uprobe.h"
 #include "uprobe.skel.h"
 #include "fnagg.h"
 #include "traces.h"
 
+enum mech { MECH_UPROBE_MULTI, MECH_UPROBE, MECH_MAX };
+static const char *const mech_names[MECH_MAX] = {"uprobe_multi", "uprobe"};
+
+/* Debian 12's linux/bpf.h (6.1) and libbpf 1.1 predate multi-uprobe links
+ * (kernel 6.6): the attach type, flag and BPF_LINK_CREATE attr layout are
+ * the kernel's uapi, checked against this kernel's BTF (union bpf_attr,
+ * link_create.uprobe_multi). */
+#define DC_BPF_TRACE_UPROBE_MULTI    48
+#define DC_BPF_F_UPROBE_MULTI_RETURN 1U
+struct dc_uprobe_multi_attr {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;
+	__u64 offsets;
+	__u64 ref_ctr_offsets;
+	__u64 cookies;
+	__u32 cnt;
+	__u32 multi_flags;
+	__u32 pid;
+};
+
 struct probe_uprobe {
+	const struct dc_config *cfg; /* while attaching */
+	struct traces *traces;	     /* the ring its calls' events go to, or NULL */
 	struct uprobe_bpf *skel;
+	struct dc_filter *filter;
+	enum mech mech;
+	/* uprobe: a perf-event link per function and direction;
+	 * uprobe_multi: a link fd per binary and direction */
 	struct bpf_link **links;
 	size_t n_links;
+	int *link_fds;
+	size_t n_link_fds;
 	struct dc_up_func *funcs;
+	uint64_t *offsets; /* per function: file offset in its library */
+	uint64_t *cookies; /* per function: its index | DC_FN_COOKIE_BYTES */
+	int *lib;	   /* per function: its probes.libraries entry */
 	size_t n_funcs;
 	struct fn_agg agg;
-	char detail[256];
+	char *err; /* the last attempt's reason */
+	size_t errlen;
+	char detail[384];
 };
+
+static void unlink_all(struct probe_uprobe *p)
+{
+	for (size_t i = 0; i < p->n_links; i++) {
+		/* releasing a perf-event uprobe waits out grace periods under the
+		 * kernel's event_mutex, about 120 ms a link here (closing from
+		 * 8 threads measured no faster: docs/benchmarks.md); keep systemd's
+		 * stop timeout ahead of a long release */
+		if (i % 128 == 0)
+			sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
+		bpf_link__destroy(p->links[i]);
+	}
+	p->n_links = 0;
+	for (size_t i = 0; i < p->n_link_fds; i++)
+		close(p->link_fds[i]);
+	p->n_link_fds = 0;
+}
 
 struct probe_uprobe *probe_uprobe_free(struct probe_uprobe *p)
 {
 	if (!p)
 		return NULL;
-	for (size_t i = 0; i < p->n_links; i++)
-		bpf_link__destroy(p->links[i]);
+	unlink_all(p);
 	free(p->links);
+	free(p->link_fds);
 	uprobe_bpf__destroy(p->skel);
 	fn_agg_close(&p->agg);
+	p->filter = filter_free(p->filter);
 	free(p->funcs);
+	free(p->offsets);
+	free(p->cookies);
+	free(p->lib);
 	free(p);
 	return NULL;
 }
@@ -56,19 +116,22 @@ static bool listed(const char *lines, const char *name)
 	return false;
 }
 
-static int attach(struct probe_uprobe *p, const char *path, uint64_t offset, uint64_t cookie)
+static int attach_one(struct probe_uprobe *p, size_t i)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie);
+	const char *path = p->cfg->libs[p->lib[i]].path;
+	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = p->cookies[i]);
 	struct bpf_link *l[2];
 
 	/* return probe first: an entry without its return probe in place
 	 * would be an orphan on the thread's stack */
 	o.retprobe = true;
-	l[1] = bpf_program__attach_uprobe_opts(p->skel->progs.dc_up_return, -1, path, offset, &o);
+	l[1] = bpf_program__attach_uprobe_opts(p->skel->progs.dc_up_return, -1, path, p->offsets[i],
+					       &o);
 	if (!l[1])
 		return -errno;
 	o.retprobe = false;
-	l[0] = bpf_program__attach_uprobe_opts(p->skel->progs.dc_up_entry, -1, path, offset, &o);
+	l[0] = bpf_program__attach_uprobe_opts(p->skel->progs.dc_up_entry, -1, path, p->offsets[i],
+					       &o);
 	if (!l[0]) {
 		int r = -errno;
 
@@ -80,50 +143,137 @@ static int attach(struct probe_uprobe *p, const char *path, uint64_t offset, uin
 	return 0;
 }
 
-int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, struct probe_uprobe **ret,
-		     char *err, size_t errlen)
+static int link_multi(struct bpf_program *prog, const char *path, const uint64_t *offsets,
+		      const uint64_t *cookies, size_t n, bool ret)
 {
-	_cleanup_(probe_uprobe_freep) struct probe_uprobe *p = calloc(1, sizeof(*p));
-	_cleanup_free_ struct dc_filter *filter = NULL;
-	size_t max = (size_t)cfg->library_max_functions;
+	struct dc_uprobe_multi_attr a = {
+	    .prog_fd = (__u32)bpf_program__fd(prog),
+	    .attach_type = DC_BPF_TRACE_UPROBE_MULTI,
+	    .path = (__u64)(uintptr_t)path,
+	    .offsets = (__u64)(uintptr_t)offsets,
+	    .cookies = (__u64)(uintptr_t)cookies,
+	    .cnt = (__u32)n,
+	    .multi_flags = ret ? DC_BPF_F_UPROBE_MULTI_RETURN : 0,
+	};
+	long fd = syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* Two links per binary (return, then entry) carrying all of its functions:
+ * the kernel registers them in one call and, at close, waits for one grace
+ * period per link instead of one per function. Entries of probes.libraries
+ * naming the same binary share its links. */
+static int attach_multi(struct probe_uprobe *p)
+{
+	_cleanup_free_ uint64_t *offs = malloc(p->n_funcs * sizeof(*offs));
+	_cleanup_free_ uint64_t *cks = malloc(p->n_funcs * sizeof(*cks));
+	_cleanup_free_ bool *done = calloc(p->n_funcs, sizeof(*done));
+
+	if (!offs || !cks || !done)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_funcs; i++) {
+		const char *path = p->cfg->libs[p->lib[i]].path;
+		size_t n = 0;
+		int fd;
+
+		if (done[i])
+			continue;
+		for (size_t j = i; j < p->n_funcs; j++)
+			if (!done[j] && !strcmp(p->cfg->libs[p->lib[j]].path, path)) {
+				offs[n] = p->offsets[j];
+				cks[n++] = p->cookies[j];
+				done[j] = true;
+			}
+		for (int ret = 1; ret >= 0; ret--) {
+			fd = link_multi(ret ? p->skel->progs.dc_up_return
+					    : p->skel->progs.dc_up_entry,
+					path, offs, cks, n, ret);
+			if (fd < 0) {
+				snprintf(p->err, p->errlen,
+					 "%s: cannot attach to its %zu functions: %s", path, n,
+					 strerror(-fd));
+				return fd;
+			}
+			p->link_fds[p->n_link_fds++] = fd;
+		}
+	}
+	return 0;
+}
+
+static int try_mechanism(struct probe_uprobe *p, enum mech m)
+{
+	const struct dc_config *cfg = p->cfg;
 	int r;
 
-	if (!p)
-		return -ENOMEM;
-	p->agg.win.inner_fd[0] = p->agg.win.inner_fd[1] = -1;
-	p->funcs = calloc(max, sizeof(*p->funcs));
-	p->links = calloc(2 * max, sizeof(*p->links));
-	if (!p->funcs || !p->links)
-		return -ENOMEM;
 	p->skel = uprobe_bpf__open();
 	if (!p->skel)
 		return -errno;
 	/* atomic adds: threads of a process share keys and uprobes can nest */
 	p->skel->rodata->plain_updates = false;
 	p->skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
-	p->skel->rodata->traces_on = traces != NULL;
-	r = traces_share(traces, p->skel->obj);
+	p->skel->rodata->traces_on = p->traces != NULL;
+	r = traces_share(p->traces, p->skel->obj);
 	if (r < 0) {
-		snprintf(err, errlen, "cannot share the trace ring: %s", strerror(-r));
+		snprintf(p->err, p->errlen, "cannot share the trace ring: %s", strerror(-r));
 		return r;
 	}
-	r = filter_new(cfg, NULL, &filter, err, errlen);
-	if (r < 0)
-		return r;
+	if (m == MECH_UPROBE_MULTI) {
+		/* a multi-uprobe link takes only programs loaded for it, and
+		 * such programs cannot be perf-event uprobes: one load per
+		 * mechanism */
+		bpf_program__set_expected_attach_type(
+		    p->skel->progs.dc_up_entry, (enum bpf_attach_type)DC_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(
+		    p->skel->progs.dc_up_return, (enum bpf_attach_type)DC_BPF_TRACE_UPROBE_MULTI);
+	}
 	r = fn_agg_prepare(&p->agg, p->skel->maps.agg_gen, p->skel->maps.fn_counters, "dc_up",
 			   (unsigned)cfg->library_max_keys, strcmp(cfg->map_layout, "shared") != 0);
 	if (!r)
-		r = filter_prepare(filter, p->skel->obj);
+		r = filter_prepare(p->filter, p->skel->obj);
 	if (!r)
 		r = uprobe_bpf__load(p->skel);
 	if (!r)
 		r = fn_agg_install(&p->agg);
 	if (!r)
-		r = filter_install(filter, p->skel->obj);
+		r = filter_install(p->filter, p->skel->obj);
 	if (r) {
-		snprintf(err, errlen, "cannot load the uprobe programs: %s", strerror(-r));
+		snprintf(p->err, p->errlen, "cannot load the uprobe programs: %s", strerror(-r));
 		return r;
 	}
+	if (m == MECH_UPROBE_MULTI)
+		return attach_multi(p);
+	for (size_t i = 0; i < p->n_funcs; i++) {
+		r = attach_one(p, i);
+		if (r) {
+			snprintf(p->err, p->errlen, "%s: cannot attach to %s: %s",
+				 cfg->libs[p->lib[i]].path, p->funcs[i].name, strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+static int attempt(void *ctx, int m)
+{
+	return try_mechanism(ctx, (enum mech)m);
+}
+
+static void undo(void *ctx)
+{
+	struct probe_uprobe *p = ctx;
+
+	unlink_all(p);
+	uprobe_bpf__destroy(p->skel);
+	p->skel = NULL;
+	fn_agg_close(&p->agg);
+}
+
+/* Every function the patterns select, with its offset and cookie. */
+static int find_funcs(struct probe_uprobe *p, size_t max, char *err, size_t errlen)
+{
+	const struct dc_config *cfg = p->cfg;
+
 	for (int li = 0; li < cfg->n_libs; li++) {
 		const struct dc_lib_cfg *lib = &cfg->libs[li];
 		_cleanup_free_ struct elf_func *fs = NULL;
@@ -139,7 +289,6 @@ int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, struct 
 		}
 		for (int i = 0; i < n; i++) {
 			struct dc_up_func *f = &p->funcs[p->n_funcs];
-			uint64_t cookie = p->n_funcs;
 
 			if (p->n_funcs == max) {
 				snprintf(err, errlen,
@@ -152,22 +301,67 @@ int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, struct 
 			snprintf(f->category, sizeof(f->category), "%s", lib->category);
 			snprintf(f->feature, sizeof(f->feature), "%s-%s", fs[i].name,
 				 lib->category);
+			p->offsets[p->n_funcs] = fs[i].offset;
+			p->cookies[p->n_funcs] = p->n_funcs;
 			if (listed(lib->bytes, fs[i].name))
-				cookie |= DC_FN_COOKIE_BYTES;
-			r = attach(p, lib->path, fs[i].offset, cookie);
-			if (r) {
-				snprintf(err, errlen, "%s: cannot attach to %s: %s", lib->path,
-					 fs[i].name, strerror(-r));
-				return r;
-			}
+				p->cookies[p->n_funcs] |= DC_FN_COOKIE_BYTES;
+			p->lib[p->n_funcs] = li;
 			p->n_funcs++;
 		}
 	}
-	snprintf(p->detail, sizeof(p->detail), "%zu functions in %d libraries; atomic updates",
-		 p->n_funcs, cfg->n_libs);
-	log_info("uprobes attached to %zu library functions", p->n_funcs);
+	return 0;
+}
+
+int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, struct probe_uprobe **ret,
+		     char *err, size_t errlen)
+{
+	_cleanup_(probe_uprobe_freep) struct probe_uprobe *p = calloc(1, sizeof(*p));
+	size_t max = (size_t)cfg->library_max_functions, off = 0;
+	enum mech first = MECH_UPROBE_MULTI, last = MECH_UPROBE;
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	p->cfg = cfg;
+	p->traces = traces;
+	p->err = err;
+	p->errlen = errlen;
+	p->agg.win.inner_fd[0] = p->agg.win.inner_fd[1] = -1;
+	p->funcs = calloc(max, sizeof(*p->funcs));
+	p->offsets = calloc(max, sizeof(*p->offsets));
+	p->cookies = calloc(max, sizeof(*p->cookies));
+	p->lib = calloc(max, sizeof(*p->lib));
+	p->links = calloc(2 * max, sizeof(*p->links));
+	p->link_fds = calloc(2 * (size_t)cfg->n_libs, sizeof(*p->link_fds));
+	if (!p->funcs || !p->offsets || !p->cookies || !p->lib || !p->links || !p->link_fds)
+		return -ENOMEM;
+	r = filter_new(cfg, NULL, &p->filter, err, errlen);
+	if (r < 0)
+		return r;
+	r = find_funcs(p, max, err, errlen);
+	if (r < 0)
+		return r;
+	if (strcmp(cfg->library_mechanism, "auto"))
+		first = last = (enum mech)mech_find(mech_names, MECH_MAX, cfg->library_mechanism);
+	r = mech_choose("library", mech_names, first, last, attempt, undo, p, p->detail,
+			sizeof(p->detail), &off);
+	if (r < 0)
+		return r;
+	p->mech = (enum mech)r;
+	snprintf(p->detail + off, sizeof(p->detail) - off,
+		 "%s%zu functions in %d libraries; atomic updates", off ? "; " : "", p->n_funcs,
+		 cfg->n_libs);
+	log_info("uprobes attached to %zu library functions (%s)", p->n_funcs, mech_names[p->mech]);
+	/* both the caller's: used while attaching only */
+	p->err = NULL;
+	p->cfg = NULL;
 	*ret = TAKE_PTR(p);
 	return 0;
+}
+
+const char *probe_uprobe_mechanism(const struct probe_uprobe *p)
+{
+	return mech_names[p->mech];
 }
 
 const char *probe_uprobe_detail(const struct probe_uprobe *p)

@@ -26,6 +26,9 @@ int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, struct 
 		     char *err, size_t errlen);
 struct probe_uprobe *probe_uprobe_free(struct probe_uprobe *p);
 const char *probe_uprobe_detail(const struct probe_uprobe *p);
+/* "uprobe_multi" (one link per binary and direction, kernel 6.6+) or
+ * "uprobe" (a perf-event link per function and direction). */
+const char *probe_uprobe_mechanism(const struct probe_uprobe *p);
 const struct dc_up_func *probe_uprobe_func(const struct probe_uprobe *p, uint32_t i);
 
 int probe_uprobe_flip_and_drain(struct probe_uprobe *p, struct dc_fn_drain *res);

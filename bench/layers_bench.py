@@ -115,7 +115,7 @@ def configs():
     c.append(("default", "agent", TRACES_ON, {}))
     if libc:
         c.append(("default+libc", "agent", "probes = { %s };\n" % (LIBC % libc) + TRACES_ON,
-                  {"libraries": "uprobe"}))
+                  {"libraries": "on"}))
     return c
 
 

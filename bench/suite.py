@@ -38,6 +38,7 @@ ratios of this run.
 
 usage: suite.py BUILD_DIR [--quick] [--rounds R] [--only c1,c2]
                 [--quiet-budget S] [--json FILE]
+       suite.py BUILD_DIR --attach-only [--library-mechanism auto,uprobe] [--quick]
 """
 import argparse
 import glob
@@ -276,28 +277,29 @@ def libc_functions(n):
 
 
 def ready_ms(b, conf):
-    """(agent exec to READY=1 in ms, its stop in ms), or (None, reason)."""
+    """(agent exec to READY=1 in ms, its stop in ms, the libraries layer's
+    mechanism), or (None, reason, None)."""
     t0 = time.monotonic()
     p, out = b.start_agent(conf, ready_timeout=600)
     t = (time.monotonic() - t0) * 1e3
     if p is None:
-        return None, out
+        return None, out, None
     t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
     p.wait(1200)  # detaching thousands of uprobes takes minutes: measured, not cut short
     stop = (time.monotonic() - t0) * 1e3
     b.stop(p)
-    return t, stop
+    return t, stop, lb.mechanisms(lb.records(out, "agent"))[0].get("libraries")
 
 
-def attach_times(b, reps, nfuncs):
-    """READY times of the default set (reps times), then once of the default
-    set plus entry and return uprobes on nfuncs functions of a private copy
-    of libc: uprobes belong to the file (inode), so no process runs into
-    them and the figure is the attach itself, not the node slowed by traps
-    in malloc. The stop of that agent (detaching them) is timed too."""
-    res = {"default": [], "default_stop": [], "uprobes": None, "uprobes_stop": None,
-           "nfuncs": 0, "why": None}
+def attach_times(b, reps, nfuncs, mechanisms=("auto",)):
+    """READY times of the default set (reps times), then once per library
+    mechanism of the default set plus entry and return uprobes on nfuncs
+    functions of a private copy of libc: uprobes belong to the file (inode),
+    so no process runs into them and the figure is the attach itself, not
+    the node slowed by traps in malloc. The stop of that agent (detaching
+    them) is timed too."""
+    res = {"default": [], "default_stop": [], "uprobes": {}, "nfuncs": 0}
     libc, names = libc_functions(nfuncs)
     copy = os.path.join(b.tmp, "libc-copy.so")
     shutil.copyfile(libc, copy)
@@ -310,23 +312,40 @@ def attach_times(b, reps, nfuncs):
             cur = []
         cur.append(x)
     chunks.append(cur)
-    lib = ('probes = { libraries = ( %s ); };\nmaps = { library_max_functions = %d; };\n'
+    lib = ('probes = { libraries = ( %s ); %%s};\nmaps = { library_max_functions = %d; };\n'
            % (", ".join('{ path = "%s"; category = "libc"; functions = [%s]; }'
                         % (copy, ", ".join('"%s"' % x for x in c)) for c in chunks),
               max(512, len(names))))
     for _ in range(reps):
-        t, stop = ready_ms(b, lb.TRACES_ON)
+        t, stop, _ = ready_ms(b, lb.TRACES_ON)
         if t is None:
             res["why_default"] = stop
         else:
             res["default"].append(t)
             res["default_stop"].append(stop)
-    t, stop = ready_ms(b, lb.TRACES_ON + lib)
-    if t is None:
-        res["why"] = stop
-    else:
-        res["uprobes"], res["uprobes_stop"] = t, stop
+    for m in mechanisms:
+        t, stop, got = ready_ms(b, lb.TRACES_ON + lib % (
+            'library_mechanism = "%s"; ' % m if m != "auto" else ""))
+        res["uprobes"][m] = (t, stop, got)
     return res
+
+
+def print_attach(at):
+    print("\n[attach] agent exec to READY=1, %d repetitions, medians" % len(at["default"]))
+    if not at["default"]:
+        print("default probe set: not run: %s" % at.get("why_default"))
+        return
+    print("default probe set: %.0f ms (stop: %.0f ms)" % (med(at["default"]),
+                                                         med(at["default_stop"])))
+    for m, (t, stop, got) in at["uprobes"].items():
+        if t is None:
+            print("default + uprobes on %d libc functions (library_mechanism %s): not run: %s"
+                  % (at["nfuncs"], m, stop))
+            continue
+        print("default + uprobes on %d functions of a copy of libc (entry and return; "
+              "library_mechanism %s, attached with %s), once: %.0f ms (+%.0f ms); its stop "
+              "(detaching them): %.1f s" % (at["nfuncs"], m, got, t, t - med(at["default"]),
+                                            stop / 1e3))
 
 
 # --- report --------------------------------------------------------------------
@@ -396,16 +415,7 @@ def report(a, configs, not_run, runs, figures):
           "comparison; floor: a shared hash of the same keys with 8-byte values drained by the "
           "same code, nothing folded: the kernel's walk alone)")
     at = f["attach"]
-    print("\n[attach] agent exec to READY=1, %d repetitions, medians" % len(at["default"]))
-    print("default probe set: %.0f ms (stop: %.0f ms)" % (med(at["default"]),
-                                                         med(at["default_stop"])))
-    if at["uprobes"]:
-        print("default + uprobes on %d functions of a copy of libc (entry and return), once: "
-              "%.0f ms (+%.0f ms); its stop (detaching them): %.1f s"
-              % (at["nfuncs"], at["uprobes"], at["uprobes"] - med(at["default"]),
-                 at["uprobes_stop"] / 1e3))
-    else:
-        print("default + uprobes on %d libc functions: not run: %s" % (at["nfuncs"], at["why"]))
+    print_attach(at)
     print("fentry/kprobe attach: not measured here (this kernel refuses fentry and has no "
           "kprobes)")
 
@@ -475,6 +485,24 @@ def report(a, configs, not_run, runs, figures):
     return tables, goals
 
 
+def attach_only(a):
+    tmp = tempfile.mkdtemp(prefix="dc-suite-")
+    b = lb.Bench(a.build, tmp)
+    print("datacrumbs benchmark suite, attach section: %s, kernel %s, load average %.2f"
+          % (time.strftime("%Y-%m-%d %H:%M:%S %z"), os.uname().release, lb.loadavg()),
+          flush=True)
+    try:
+        at = attach_times(b, 1 if a.quick else 5, 20 if a.quick else 1000,
+                          a.library_mechanism.split(","))
+        print_attach(at)
+        if a.json:
+            with open(a.json, "w") as fh:
+                json.dump({"figures": {"attach": at}}, fh)
+    finally:
+        b.stop_all()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
@@ -486,9 +514,16 @@ def main():
                     help="seconds to wait in all for other people's tracing programs to unload "
                          "(default 60, quick 0); once spent, samples are not retaken")
     ap.add_argument("--json", help="write the results here too")
+    ap.add_argument("--attach-only", action="store_true",
+                    help="only the attach section (no workloads), once per --library-mechanism")
+    ap.add_argument("--library-mechanism", default="auto",
+                    help="probes.library_mechanism values for the attach section, "
+                         "comma-separated (auto,uprobe)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("suite: run as root")
+    if a.attach_only:
+        return attach_only(a)
     for tool in ("taskset", "bpftool", "mkfs.ext4", "losetup", "nm"):
         if not shutil.which(tool):
             sys.exit("suite: %s not found (packaging/install-deps.sh build test bench)" % tool)

@@ -81,7 +81,8 @@ def main():
         if g["value"] is None and not g["goal"].startswith("per call < 1/3 of bpftrace"):
             fails.append("goal not measured: %s (%s)" % (g["goal"], g["measured"]))
     at = r["figures"]["attach"]
-    if not at["default"] or not at["uprobes"]:
+    if not at["default"] or not at["uprobes"] or \
+            any(v[0] is None for v in at["uprobes"].values()):
         fails.append("attach times missing: %s" % at)
     for f in fails:
         print("FAIL: " + f)

@@ -9,7 +9,8 @@
  * into the system-call object's ring (every call kept as slow), must be
  * there one for one. Prints "VMTEST <mechanism> PASS|FAIL ..." lines, then
  * "VMTEST DONE", and powers the VM off. The same boot then proves the
- * system-call programs with the file layer (syscall-vm-test.c): one boot,
+ * system-call programs with the file layer (syscall-vm-test.c) and the
+ * library layer's fallback to perf-event uprobes (uprobe-vm-test.c): one boot,
  * because a boot under TCG is most of the test's time.
  */
 #include <errno.h>
@@ -193,6 +194,7 @@ int main(void)
 	failed |= syscall_vm_run("tracepoint", "auto");
 	/* the per-thread hash, for kernels without task storage (< 5.11) */
 	failed |= syscall_vm_run("tp_btf", "hash");
+	failed |= uprobe_vm_run();
 	printf("VMTEST DONE %s\n", failed ? "FAIL" : "PASS");
 	if (getpid() == 1) {
 		sync();

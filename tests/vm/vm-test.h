@@ -14,4 +14,8 @@
  * (auto: task storage here, or hash). */
 int syscall_vm_run(const char *mech, const char *stash);
 
+/* The library layer's auto mechanism through probe_uprobe_new(): on a
+ * kernel before 6.6, refused uprobe_multi, then perf-event uprobes. */
+int uprobe_vm_run(void);
+
 #endif
