@@ -150,6 +150,7 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 			    skel->rodata->agg_regions, agg_val_touched);
 	if (r)
 		return r;
+	skel->rodata->agg_half = p->agg.half;
 	if (p->files)
 		r = probe_file_prepare(p->files, skel, p->files_percpu, p->plain_updates);
 	else

@@ -49,7 +49,8 @@ static struct bpf_map *find(struct bpf_object *obj, const char *name, const char
 int slotmap_prepare(struct slotmap *m, struct bpf_object *obj, const char *name, size_t ksz,
 		    size_t vsz, unsigned max, unsigned regions, bool (*touched)(const void *))
 {
-	uint64_t nvals = 2ULL * regions * max;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), el = stride(vsz), per_page;
+	uint64_t half;
 	int r;
 
 	*m = (struct slotmap){.barrier_inner_fd = -1,
@@ -66,14 +67,21 @@ int slotmap_prepare(struct slotmap *m, struct bpf_object *obj, const char *name,
 	m->barrier = find(obj, name, "barrier");
 	if (!m->idx || !m->keys || !m->vals || !m->freeq || !m->state || !m->barrier)
 		return -ENOENT;
+	/* each half starts on a page, so that the agent maps its used prefix
+	 * on its own: a half is a whole number of elements and of pages */
+	per_page = 1;
+	while ((per_page * el) % pg)
+		per_page++;
+	half = ((uint64_t)regions * max + per_page - 1) / per_page * per_page;
 	/* the programs index the values with 32 bits */
-	if (!max || !regions || nvals > UINT32_MAX)
+	if (!max || !regions || 2 * half > UINT32_MAX)
 		return -E2BIG;
+	m->half = (unsigned)half;
 	r = bpf_map__set_max_entries(m->idx, max);
 	if (!r)
 		r = bpf_map__set_max_entries(m->keys, max);
 	if (!r)
-		r = bpf_map__set_max_entries(m->vals, (__u32)nvals);
+		r = bpf_map__set_max_entries(m->vals, (__u32)(2 * half));
 	if (!r)
 		r = bpf_map__set_max_entries(m->freeq, max);
 	if (r)
@@ -92,20 +100,76 @@ static void *map_mem(struct bpf_map *map, size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* Bytes of one half that hold slots [0, slots). */
+static size_t slots_bytes(const struct slotmap *m, unsigned slots)
+{
+	return (size_t)slots * m->regions * stride(m->vsz);
+}
+
+static void unmap_vals(struct slotmap *m)
+{
+	for (int h = 0; h < 2; h++)
+		if (m->vals_mem[h])
+			munmap(m->vals_mem[h], m->vals_len);
+	m->vals_mem[0] = m->vals_mem[1] = NULL;
+	m->vals_len = 0;
+	m->vals_slots = 0;
+}
+
+int slotmap_reach(struct slotmap *m, unsigned slots)
+{
+	size_t len, half_len = (size_t)m->half * stride(m->vsz);
+	void *p[2];
+
+	if (slots > m->max)
+		slots = m->max;
+	if (slots <= m->vals_slots && m->vals_mem[0])
+		return 0;
+	/* a mapping shows in the agent's RSS whole (the kernel maps every page
+	 * at once): grow it by doubling, never past the half */
+	if (slots < 2 * m->vals_slots)
+		slots = 2 * m->vals_slots < m->max ? 2 * m->vals_slots : m->max;
+	len = page_round(slots_bytes(m, slots));
+	if (len > half_len)
+		len = half_len;
+	for (int h = 0; h < 2; h++) {
+		p[h] = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m->vals),
+			    (off_t)(h * half_len));
+		if (p[h] == MAP_FAILED) {
+			int r = -errno;
+
+			if (h)
+				munmap(p[0], len);
+			return r;
+		}
+	}
+	unmap_vals(m);
+	m->vals_mem[0] = p[0];
+	m->vals_mem[1] = p[1];
+	m->vals_len = len;
+	m->vals_slots = (unsigned)(len / slots_bytes(m, 1));
+	if (m->vals_slots > m->max)
+		m->vals_slots = m->max;
+	return 0;
+}
+
+void *slotmap_value(const struct slotmap *m, unsigned half, unsigned region, unsigned slot)
+{
+	return (char *)m->vals_mem[half] + ((size_t)slot * m->regions + region) * stride(m->vsz);
+}
+
 int slotmap_install(struct slotmap *m)
 {
 	__u32 zero = 0;
 
 	m->keys_len = page_round(stride(m->ksz) * m->max);
-	m->vals_len = page_round(stride(m->vsz) * 2 * m->regions * (size_t)m->max);
 	m->state_len = page_round(sizeof(struct dc_slot_state));
 	m->keys_mem = map_mem(m->keys, m->keys_len);
-	m->vals_mem = map_mem(m->vals, m->vals_len);
 	m->st = map_mem(m->state, m->state_len);
 	m->meta = calloc(m->max, 1);
 	m->pending = calloc(m->max, sizeof(*m->pending));
 	m->touched_vals = calloc(m->regions, sizeof(*m->touched_vals));
-	if (!m->keys_mem || !m->vals_mem || !m->st)
+	if (!m->keys_mem || !m->st || slotmap_reach(m, 64) < 0)
 		return -errno;
 	if (!m->meta || !m->pending || !m->touched_vals)
 		return -ENOMEM;
@@ -178,13 +242,16 @@ int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned lo
 	hi = __atomic_load_n(&m->st->hi, __ATOMIC_ACQUIRE);
 	if (hi > m->max)
 		hi = m->max;
+	r = slotmap_reach(m, hi);
+	if (r < 0)
+		return r; /* read at the next close, with the next window's */
 	for (unsigned s = 0; s < hi; s++) {
-		char *base = (char *)m->vals_mem + ((size_t)half * m->regions * m->max + s) * vs;
+		char *base = slotmap_value(m, half, 0, s);
 		uint8_t state = m->meta[s] & 3, idle = m->meta[s] >> 2;
 		unsigned n = 0;
 
 		for (unsigned g = 0; g < m->regions; g++) {
-			char *v = base + (size_t)g * m->max * vs;
+			char *v = base + (size_t)g * vs;
 
 			if (m->touched(v))
 				m->touched_vals[n++] = v;
@@ -233,8 +300,7 @@ void slotmap_close(struct slotmap *m)
 {
 	if (m->keys_mem)
 		munmap(m->keys_mem, m->keys_len);
-	if (m->vals_mem)
-		munmap(m->vals_mem, m->vals_len);
+	unmap_vals(m);
 	if (m->st)
 		munmap(m->st, m->state_len);
 	if (m->barrier_inner_fd >= 0)

@@ -29,9 +29,11 @@ struct slotmap {
 	struct bpf_map *idx, *keys, *vals, *freeq, *state, *barrier;
 	int barrier_inner_fd;
 	unsigned max, regions;
+	unsigned half; /* elements per half of the values (NAME_half in the programs) */
 	size_t ksz, vsz;
-	void *keys_mem, *vals_mem;
+	void *keys_mem, *vals_mem[2]; /* the values: each half's used prefix */
 	size_t keys_len, vals_len, state_len;
+	unsigned vals_slots; /* slots the values mapping covers (a prefix) */
 	struct dc_slot_state *st;
 	uint8_t *meta; /* per slot: state and windows idle (agent/slotmap.c) */
 	uint32_t *pending;
@@ -45,7 +47,8 @@ struct slotmap {
 /* Before load: find NAME_{idx,keys,vals,free,state,barrier} in obj and
  * size them for max slots of regions regions (1 shared, else one per CPU).
  * touched() says whether a value holds anything (zeroed = untouched). The
- * caller sets the object's NAME_max and NAME_regions rodata to the same. */
+ * caller sets the object's NAME_max and NAME_regions rodata to the same,
+ * and NAME_half to m->half. */
 int slotmap_prepare(struct slotmap *m, struct bpf_object *obj, const char *name, size_t ksz,
 		    size_t vsz, unsigned max, unsigned regions, bool (*touched)(const void *));
 /* After load: map the keys, values and state into the agent. */
@@ -57,6 +60,11 @@ typedef int (*slot_cb)(const void *key, const void *const *vals, unsigned n, voi
 /* Close the window and hand each key that has anything to cb; *flip_us
  * gets the flip and wait. */
 int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned long long *flip_us);
+/* Map the values of slots [0, slots) at least (the drain does it as slots
+ * are handed out; bench/drainbench, which writes values itself, too). */
+int slotmap_reach(struct slotmap *m, unsigned slots);
+/* The value of slot in one half and region (mapped by slotmap_reach()). */
+void *slotmap_value(const struct slotmap *m, unsigned half, unsigned region, unsigned slot);
 /* Slots in use (handed out and not given back). */
 unsigned slotmap_used(const struct slotmap *m);
 void slotmap_close(struct slotmap *m);

@@ -140,7 +140,10 @@ static int floor_run(unsigned keys, unsigned max_entries, int reps)
 static int fill_slots(struct slotmap *m, unsigned n)
 {
 	unsigned half = m->st->seq & 1;
+	int r = slotmap_reach(m, n);
 
+	if (r < 0)
+		return r;
 	for (unsigned i = 0; i < n; i++) {
 		struct dc_agg_key k = {.cgroup_id = 1, .tgid = 100000 + i / 50, .op = i % 50};
 		__u32 slot = i;
@@ -149,8 +152,7 @@ static int fill_slots(struct slotmap *m, unsigned n)
 		if (bpf_map_update_elem(bpf_map__fd(m->idx), &k, &slot, BPF_ANY))
 			return -errno;
 		for (unsigned g = 0; g < m->regions; g++) {
-			struct dc_agg_val *v = (struct dc_agg_val *)m->vals_mem +
-					       ((size_t)half * m->regions + g) * m->max + i;
+			struct dc_agg_val *v = slotmap_value(m, half, g, i);
 
 			v->bytes = 4096;
 			v->time_ns = 1000 + i;
@@ -206,8 +208,12 @@ int main(int argc, char **argv)
 			   sizeof(struct dc_agg_val), max_entries, percpu, ncpus) ||
 	    slotmap_prepare(&m, skel->obj, "drain", sizeof(struct dc_agg_key),
 			    sizeof(struct dc_agg_val), max_entries, skel->rodata->drain_regions,
-			    agg_val_touched) ||
-	    baseline_bpf__load(skel) || winmap_install(&w) || slotmap_install(&m)) {
+			    agg_val_touched)) {
+		fprintf(stderr, "drainbench: cannot create the window maps: %m\n");
+		goto out;
+	}
+	skel->rodata->drain_half = m.half;
+	if (baseline_bpf__load(skel) || winmap_install(&w) || slotmap_install(&m)) {
 		fprintf(stderr, "drainbench: cannot create the window maps: %m\n");
 		goto out;
 	}

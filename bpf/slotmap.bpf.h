@@ -25,6 +25,7 @@
 #define DC_SLOT_MAP(name, key_t, val_t)                                                      \
 	const volatile __u32 name##_max = 1;	 /* slots, set before load */                \
 	const volatile __u32 name##_regions = 1; /* 1 shared, else one per CPU */            \
+	const volatile __u32 name##_half = 1;	 /* elements per half of the values */       \
 	struct {                                                                             \
 		__uint(type, BPF_MAP_TYPE_HASH);                                             \
 		__uint(max_entries, 1);                                                      \
@@ -108,10 +109,9 @@
 		s = sp ? *sp : name##_alloc(st, key);                                        \
 		if (s >= name##_max)                                                         \
 			return NULL;                                                         \
-		i = (*(volatile __u32 *)&st->seq & 1) * name##_regions;                      \
+		i = (*(volatile __u32 *)&st->seq & 1) * name##_half + s * name##_regions;    \
 		if (name##_regions > 1)                                                      \
 			i += bpf_get_smp_processor_id();                                     \
-		i = i * name##_max + s;                                                      \
 		return bpf_map_lookup_elem(&name##_vals, &i);                                \
 	}
 

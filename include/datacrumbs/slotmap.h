@@ -12,6 +12,11 @@
  * size (bench/drainbench floor), which is what kept 100,000 keys from
  * draining in 20 ms.
  *
+ * The values are half x NAME_half + slot x regions + region, each half
+ * starting on a page: the slots in use are a prefix of each half, and the
+ * agent maps no more than those prefixes (its RSS follows the keys, not
+ * maps.max_keys), reading each in memory order.
+ *
  * Slots of keys idle for two windows go back to the kernel through a queue
  * map; agent/slotmap.c explains why that is safe. Shared by bpf/slotmap.bpf.h
  * and agent/slotmap.c.

@@ -149,6 +149,36 @@ def scenario_reclaim(agent_bin, wl_bin):
     c.done()
 
 
+def scenario_many_keys(agent_bin, wl_bin):
+    """Hundreds of keys in one window: the agent maps its slot map's values
+    as slots are handed out (64 first, then doubling); every key's counts
+    must come back exact from slots far past the first mapping."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-wl-")
+    a = Agent(agent_bin, 'interval = 0.5;\nfilter = { include_comms = ["dckeys"]; };\n')
+    params = dict(iters=50, threads=2, size=513, dir=tmp)
+    procs = [run_workload(wl_bin, comm="dckeys", **params) for _ in range(40)]
+    pids = [workload_pid(p) for p in procs]
+    time.sleep(0.6)
+    c.eq(a.stop(), 0, "agent exits 0")
+    recs = a.records()
+    agents = [r for r in recs if r["type"] == "agent"]
+    keys = {(r["pid"], op) for r in recs if r["type"] == "features" for op in r["ops"]}
+    c.check(len(keys) > 200, "%d keys (over three mapping doublings)" % len(keys))
+    c.check(max(r["maps"]["slots_in_use"] for r in agents) > 128,
+            "slots in use at once: %d" % max(r["maps"]["slots_in_use"] for r in agents))
+    c.eq(sum(r["drops"]["agg_map_full"] for r in agents), 0, "no map-full")
+    bad = []
+    for pid in pids:
+        got, _ = sum_ops(recs, pid)
+        want = expected_ops(**params)
+        if any(got.get(op) != v for op, v in want.items()):
+            bad.append((pid, {op: (got.get(op), v) for op, v in want.items() if got.get(op) != v}))
+    c.check(not bad, "every process's counts exact (%d of %d wrong: %s)"
+            % (len(bad), len(pids), bad[:2]))
+    c.done()
+
+
 def scenario_sigterm(agent_bin, wl_bin):
     """A 60 s window never closes by itself: SIGTERM must publish it; stdout sink."""
     c = Checks()
@@ -774,6 +804,7 @@ def main():
     if scenario == "filters":
         return scenario_filters(agent_bin, wl_bin)
     {"exact": scenario_exact, "overflow": scenario_overflow, "reclaim": scenario_reclaim,
+     "many-keys": scenario_many_keys,
      "sigterm": scenario_sigterm,
      "duration": scenario_sigint_duration}[scenario](agent_bin, wl_bin)
 
