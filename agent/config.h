@@ -65,6 +65,7 @@ struct dc_config {
 	int64_t files_ring_kib;
 	double budget_cpu, budget_period, budget_recover_below;
 	bool self_bpf_stats;
+	double self_bpf_stats_duty;
 	double self_map_scan_sec;
 	bool traces_enable;
 	int64_t traces_ring_mib;

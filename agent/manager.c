@@ -71,6 +71,9 @@ struct manager {
 	struct dc_sink *trace_files; /* NULL when traces.output.dir is "" */
 	struct traces *traces;	     /* owned by sys; NULL when traces are off */
 	sd_event_source *traces_io, *traces_timer;
+	sd_event_source *stats_timer; /* switches sampled BPF statistics on, then off */
+	uint64_t stats_on_for_ns;
+	bool stats_switched_on;	    /* this window's sample has begun */
 	sd_event_source *stacks_io; /* processes announced for symbolization */
 	uint64_t traces_flush_usec;
 	struct dc_buf tbatch;
@@ -153,6 +156,7 @@ struct manager *manager_free(struct manager *m)
 	m->trace_files = sink_free(m->trace_files);
 	sd_event_source_unref(m->traces_io);
 	sd_event_source_unref(m->traces_timer);
+	sd_event_source_disable_unref(m->stats_timer);
 	sd_event_source_unref(m->stacks_io);
 	sd_event_source_unref(m->watchdog);
 	buf_free(&m->tbatch);
@@ -636,6 +640,62 @@ static int on_traces_io(sd_event_source *s, int fd, uint32_t revents, void *user
 	return 0;
 }
 
+/* Sampled BPF statistics: on for their share of each window, in its middle,
+ * away from the window close (the flip, the drain, the switches' own text
+ * patching), which would make the sample unlike the rest of the window. */
+static int on_stats_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct manager *m = userdata;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+	if (m->stats_on_for_ns && !m->stats_switched_on) {
+		selfcost_stats_on(m->cost, now);
+		m->stats_switched_on = true;
+		if (sd_event_source_set_time(s, (now + m->stats_on_for_ns) / NSEC_PER_USEC) >= 0 &&
+		    sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) >= 0)
+			return 0;
+		/* cannot come back to switch them off: off now, sampled short */
+	}
+	selfcost_stats_off(m->cost, now);
+	return 0;
+}
+
+/* A window starts at now_ns: its sample is due half the off time later. A
+ * failure to arm the timer leaves the statistics as they are: on, measured
+ * over the whole window, not lost. */
+static void stats_window_start(struct manager *m, uint64_t now_ns, double interval)
+{
+	uint64_t window = (uint64_t)(interval * 1e9);
+	uint64_t on_for = selfcost_stats_on_for(m->cost, window);
+	uint64_t at = (now_ns + (window - on_for) / 2) / NSEC_PER_USEC;
+	int r;
+
+	if (on_for && on_for < SELFCOST_MIN_SAMPLE_NS) {
+		selfcost_stats_keep_on(m->cost, now_ns);
+		on_for = 0;
+	}
+	m->stats_on_for_ns = on_for;
+	m->stats_switched_on = false;
+	if (!on_for) {
+		if (m->stats_timer)
+			sd_event_source_set_enabled(m->stats_timer, SD_EVENT_OFF);
+		return;
+	}
+	/* on from the last window's sample if it ran late: off until due */
+	selfcost_stats_off(m->cost, now_ns);
+	if (!m->stats_timer)
+		r = sd_event_add_time(m->event, &m->stats_timer, CLOCK_MONOTONIC, at, 1000,
+				      on_stats_timer, m);
+	else
+		r = sd_event_source_set_time(m->stats_timer, at);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(m->stats_timer, SD_EVENT_ONESHOT);
+	if (r < 0) {
+		selfcost_stats_on(m->cost, now_ns);
+		log_warning_errno(r, "Cannot time the BPF statistics' sample: on all window: %m");
+	}
+}
+
 static int on_traces_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct manager *m = userdata;
@@ -822,6 +882,7 @@ static int manager_close_window(struct manager *m)
 
 		selfcost_window(m->cost, layers, ELEMENTSOF(layers),
 				w.end_mono_ns - w.start_mono_ns, w.end_mono_ns);
+		stats_window_start(m, w.end_mono_ns, m->cfg.interval);
 	}
 	m->fres = &fres;
 	m->urd = m->ur ? &urres : NULL;
@@ -1245,9 +1306,11 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 	if (ch & CH_SELF) {
 		struct selfcost *sc;
 
-		if (selfcost_new(nc.self_bpf_stats, nc.self_map_scan_sec, &sc) >= 0) {
+		if (selfcost_new(nc.self_bpf_stats, nc.self_bpf_stats_duty, nc.self_map_scan_sec,
+				 &sc) >= 0) {
 			selfcost_free(m->cost);
 			m->cost = sc;
+			stats_window_start(m, clock_ns(CLOCK_MONOTONIC), nc.interval);
 		}
 	}
 	if (!m->reload_error[0])
@@ -1762,7 +1825,8 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 		    &(struct dc_budget_params){.cpu = cfg->budget_cpu,
 					       .period_sec = cfg->budget_period,
 					       .recover_below = cfg->budget_recover_below});
-	r = selfcost_new(cfg->self_bpf_stats, cfg->self_map_scan_sec, &m->cost);
+	r = selfcost_new(cfg->self_bpf_stats, cfg->self_bpf_stats_duty, cfg->self_map_scan_sec,
+			 &m->cost);
 	if (r < 0)
 		return log_error_errno(r, "Out of memory");
 	r = families_start(m, cfg, FAM_ALL, config_error);
@@ -1781,6 +1845,7 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 
 	windows_init(&m->win, (uint64_t)(cfg->interval * 1e9), clock_ns(CLOCK_MONOTONIC),
 		     clock_ns(CLOCK_REALTIME) / 1000);
+	stats_window_start(m, clock_ns(CLOCK_MONOTONIC), cfg->interval);
 	selfstat_read(&m->self);
 	r = sd_event_add_time(m->event, &m->timer, CLOCK_MONOTONIC,
 			      windows_deadline(&m->win, clock_ns(CLOCK_MONOTONIC)) / NSEC_PER_USEC,

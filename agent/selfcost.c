@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -42,6 +43,11 @@ struct map_win {
 struct selfcost {
 	int stats_fd;
 	char stats_state[128];
+	/* sampled statistics: on for duty of each window, scaled up by the
+	 * time they were on (on_since: when switched on, 0 when off) */
+	bool sampling;
+	double duty, scale;
+	uint64_t on_since_ns, on_ns;
 	uint64_t scan_ns, last_scan_ns;
 	bool scanned; /* this window walked the maps */
 	uint64_t window_ns, bpf_ns;
@@ -69,7 +75,15 @@ static bool sysctl_stats_on(void)
 	return v == 1;
 }
 
-int selfcost_new(bool bpf_stats, double map_scan_sec, struct selfcost **ret)
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int selfcost_new(bool bpf_stats, double duty, double map_scan_sec, struct selfcost **ret)
 {
 	struct selfcost *s = calloc(1, sizeof(*s));
 
@@ -84,7 +98,14 @@ int selfcost_new(bool bpf_stats, double map_scan_sec, struct selfcost **ret)
 		/* the kernel times every program while any such fd is open, and
 		 * stops when the agent exits, whatever way it exits */
 		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-		if (s->stats_fd >= 0)
+		s->scale = 1;
+		if (s->stats_fd >= 0 && duty < 1) {
+			s->sampling = true;
+			s->duty = duty;
+			s->on_since_ns = mono_ns(); /* until the manager's first switch */
+			snprintf(s->stats_state, sizeof(s->stats_state),
+				 "fd, on %g%% of each window", duty * 100);
+		} else if (s->stats_fd >= 0)
 			snprintf(s->stats_state, sizeof(s->stats_state), "fd");
 		else if (sysctl_stats_on())
 			snprintf(s->stats_state, sizeof(s->stats_state), "sysctl");
@@ -157,6 +178,9 @@ static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_o
 		if (pp)
 			*pp = (struct prog_prev){
 			    .id = info.id, .run_ns = info.run_time_ns, .runs = info.run_cnt};
+		/* sampled: what ran while the statistics were on, scaled to the window */
+		dns = (uint64_t)((double)dns * s->scale);
+		druns = (uint64_t)((double)druns * s->scale);
 		lw->run_ns += dns;
 		lw->runs += druns;
 		if (!druns)
@@ -263,6 +287,15 @@ void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, si
 {
 	s->window_ns = window_ns;
 	s->bpf_ns = 0;
+	if (s->sampling) {
+		if (s->on_since_ns) {
+			/* still on (the sample ran past the close): count it to here */
+			s->on_ns += now_ns - s->on_since_ns;
+			s->on_since_ns = now_ns;
+		}
+		s->scale = s->on_ns ? (double)window_ns / (double)s->on_ns : 0;
+		s->on_ns = 0;
+	}
 	s->n_cur = s->n_progs = s->n_layers = s->n_maps = s->n_rings = 0;
 	s->scanned = s->scan_ns && now_ns - s->last_scan_ns >= s->scan_ns;
 	if (s->scanned)
@@ -290,6 +323,45 @@ void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, si
 		s->cur = t;
 		s->cap_cur = c;
 	}
+}
+
+uint64_t selfcost_stats_on_for(const struct selfcost *s, uint64_t window_ns)
+{
+	return s->sampling ? (uint64_t)(s->duty * (double)window_ns) : 0;
+}
+
+void selfcost_stats_keep_on(struct selfcost *s, uint64_t now_ns)
+{
+	if (!s->sampling)
+		return;
+	selfcost_stats_on(s, now_ns);
+	if (!s->on_since_ns)
+		return; /* refused: tried again at the next window */
+	s->sampling = false;
+	s->scale = 1;
+	snprintf(s->stats_state, sizeof(s->stats_state),
+		 "fd (always on: a sample of each window would be under %g ms)",
+		 SELFCOST_MIN_SAMPLE_NS / 1e6);
+}
+
+void selfcost_stats_on(struct selfcost *s, uint64_t now_ns)
+{
+	if (!s->sampling || s->on_since_ns)
+		return;
+	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (s->stats_fd >= 0)
+		s->on_since_ns = now_ns;
+	/* refused now: the window reads no run time (scale 0), said below */
+}
+
+void selfcost_stats_off(struct selfcost *s, uint64_t now_ns)
+{
+	if (!s->sampling || !s->on_since_ns)
+		return;
+	close(s->stats_fd);
+	s->stats_fd = -1;
+	s->on_ns += now_ns - s->on_since_ns;
+	s->on_since_ns = 0;
 }
 
 uint64_t selfcost_bpf_ns(const struct selfcost *s)

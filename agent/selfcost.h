@@ -25,14 +25,31 @@ struct selfcost_layer {
 };
 
 /* map_scan_sec: how often hash maps are walked to count their entries
- * (a walk costs a system call per entry); 0: never. */
-int selfcost_new(bool bpf_stats, double map_scan_sec, struct selfcost **ret);
+ * (a walk costs a system call per entry); 0: never. duty: the share of
+ * each window the statistics are on (1: always). While on, the kernel
+ * reads the clock twice around every BPF program run on the node: about
+ * 185 ns per system call on this VM's paravirtual clock (two programs),
+ * a third of the agent's cost per call. Sampled, a window's run time and
+ * count are what ran while on, times window / time on. */
+int selfcost_new(bool bpf_stats, double duty, double map_scan_sec, struct selfcost **ret);
 struct selfcost *selfcost_free(struct selfcost *s);
 
 /* Read the counters of every program of the layers: the account of the
  * window that ended at now_ns (CLOCK_MONOTONIC). */
 void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, size_t n,
 		     uint64_t window_ns, uint64_t now_ns);
+
+/* Sampling: how long after a window starts to switch the statistics off
+ * (0: not sampling), and the switches (the manager's timer calls off, the
+ * window start calls on; each is a no-op when not sampling). */
+uint64_t selfcost_stats_on_for(const struct selfcost *s, uint64_t window_ns);
+/* A sample shorter than this is too short to be worth two switches (about
+ * 1 ms of CPU for the pair, the kernel patching every BPF call site): the
+ * statistics then stay on. */
+#define SELFCOST_MIN_SAMPLE_NS 50000000ULL
+void selfcost_stats_keep_on(struct selfcost *s, uint64_t now_ns);
+void selfcost_stats_on(struct selfcost *s, uint64_t now_ns);
+void selfcost_stats_off(struct selfcost *s, uint64_t now_ns);
 
 /* The last window's run time of every program, in ns. */
 uint64_t selfcost_bpf_ns(const struct selfcost *s);
