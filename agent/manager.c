@@ -1214,11 +1214,13 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 {
 	struct manager *m = userdata;
 	struct dc_filter *nf = NULL;
+	struct dc_selfstat before = {}, after = {};
 	struct dc_config nc;
 	bool config_error = false;
 	unsigned ch;
 	int r, level;
 
+	selfstat_read(&before);
 	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=Reloading the configuration",
 		   (unsigned long long)(clock_ns(CLOCK_MONOTONIC) / 1000));
 	m->reload_error[0] = 0;
@@ -1333,6 +1335,12 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		 ch & CH_INTERVAL ? "interval " : "", ch & CH_TRACE_POLICY ? "trace sampling " : "",
 		 ch & CH_BUDGET ? "budget " : "", ch & CH_LOG ? "log level" : "");
 done:
+	/* like a change of budget level, a reload's one-off CPU (reattaching
+	 * probes parses the kernel's BTF) is not what the running level costs */
+	selfstat_read(&after);
+	m->budget_switch_ns +=
+	    (after.user_us + after.sys_us - before.user_us - before.sys_us) * 1000;
+	m->budget_switch_us_pub = m->budget_switch_ns / 1000;
 	notify_status(m, "READY=1\n");
 	return 0;
 }

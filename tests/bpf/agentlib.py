@@ -4,6 +4,7 @@
 Readiness comes from the agent itself: the harness plays systemd's part and
 listens on a NOTIFY_SOCKET for READY=1, so no test guesses with a sleep.
 """
+import contextlib
 import json
 import os
 import signal
@@ -15,6 +16,31 @@ import threading
 import time
 
 SKIP = 77
+
+
+@contextlib.contextmanager
+def loop_device(tmp, mib=64, ext4_at=None):
+    """A loop device over a sparse image in tmp (keep tmp off tmpfs for
+    O_DIRECT); with ext4_at, an ext4 file system on it mounted there. Yields
+    the device; unmounted and detached on the way out, whatever happened."""
+    img = os.path.join(tmp, "disk.img")
+    with open(img, "wb") as f:
+        f.truncate(mib << 20)
+    if ext4_at:
+        subprocess.run(["mkfs.ext4", "-q", "-F", img], check=True)
+    dev = subprocess.run(["losetup", "-f", "--show", img], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    mounted = False
+    try:
+        if ext4_at:
+            os.makedirs(ext4_at, exist_ok=True)
+            subprocess.run(["mount", "-t", "ext4", dev, ext4_at], check=True)
+            mounted = True
+        yield dev
+    finally:
+        if mounted:
+            subprocess.run(["umount", ext4_at])
+        subprocess.run(["losetup", "-d", dev])
 
 
 def require_root():

@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import Agent, Checks, require_root  # noqa: E402
+from agentlib import Agent, Checks, loop_device, require_root  # noqa: E402
 
 WORKLOAD = r"""
 import os, sys
@@ -45,28 +45,21 @@ def main():
         sys.exit(77)
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-fs-", dir="/var/tmp")
-    img, mnt = os.path.join(tmp, "ext4.img"), os.path.join(tmp, "mnt")
-    os.mkdir(mnt)
-    with open(img, "wb") as f:
-        f.truncate(64 << 20)
-    subprocess.run(["mkfs.ext4", "-q", "-F", img], check=True)
-    dev = subprocess.run(["losetup", "-f", "--show", img], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    mnt = os.path.join(tmp, "mnt")
     a = None
     want = {"ext4_sync_file-ext4": 7, "ext4_fallocate-ext4": 5, "ext4_unlink-ext4": 9}
     try:
-        subprocess.run(["mount", "-t", "ext4", dev, mnt], check=True)
-        a = Agent(agent_bin, 'interval = 0.2;\nprobes = { vfs = { categories = "vfs,ext4"; }; };\n')
-        p = subprocess.run([sys.executable, "-c", WORKLOAD, mnt, "7", "5", "9"],
-                           stdout=subprocess.PIPE, check=True, timeout=60)
-        pid = int(p.stdout.decode().strip())
-        c.eq(a.stop(), 0, "agent exits 0")
-        recs = a.records()
+        with loop_device(tmp, ext4_at=mnt):
+            a = Agent(agent_bin,
+                      'interval = 0.2;\nprobes = { vfs = { categories = "vfs,ext4"; }; };\n')
+            p = subprocess.run([sys.executable, "-c", WORKLOAD, mnt, "7", "5", "9"],
+                               stdout=subprocess.PIPE, check=True, timeout=60)
+            pid = int(p.stdout.decode().strip())
+            c.eq(a.stop(), 0, "agent exits 0")
+            recs = a.records()
     finally:
         if a and a.proc.poll() is None:
             a.proc.kill()
-        subprocess.run(["umount", mnt])
-        subprocess.run(["losetup", "-d", dev])
         shutil.rmtree(tmp, ignore_errors=True)
 
     agents = [r for r in recs if r["type"] == "agent"]

@@ -26,7 +26,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import Agent, Checks, require_root  # noqa: E402
+from agentlib import Agent, Checks, loop_device, require_root  # noqa: E402
 from test_stacks import Cgroup, parse_collapsed  # noqa: E402
 
 ITERS = 50
@@ -121,13 +121,7 @@ def main():
     c = Checks()
     cg = Cgroup()
     tmp = tempfile.mkdtemp(prefix="dc-layers-", dir="/var/tmp")
-    img, mnt, tdir = (os.path.join(tmp, n) for n in ("ext4.img", "mnt", "traces"))
-    os.mkdir(mnt)
-    with open(img, "wb") as f:
-        f.truncate(64 << 20)
-    subprocess.run(["mkfs.ext4", "-q", "-F", img], check=True)
-    dev = subprocess.run(["losetup", "-f", "--show", img], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    mnt, tdir = os.path.join(tmp, "mnt"), os.path.join(tmp, "traces")
     a = None
     conf = ('interval = 0.5;\n'
             'probes = { libraries = ( { path = "%s"; category = "libc"; functions = ["pwrite*", "fsync"];'
@@ -137,15 +131,15 @@ def main():
             'traces = { sampling = { one_in_n = 1000000000; slow_ms = 0; full_cgroups = ["%s"]; };'
             ' output = { dir = "%s"; }; };\n' % (libc_path(load), cg.rel, tdir))
     try:
-        subprocess.run(["mount", "-t", "ext4", dev, mnt], check=True)
-        a = Agent(agent_bin, conf)
-        try:
-            p = subprocess.run([load, os.path.join(mnt, "data"), str(ITERS), str(BYTES_A),
-                                str(BYTES_B), "0", "ab"], stdout=subprocess.PIPE, check=True,
-                               timeout=120, preexec_fn=cg.enter)
-            pid = int(p.stdout.decode().split()[-1])
-        finally:
-            c.eq(a.stop(), 0, "agent exits 0")
+        with loop_device(tmp, ext4_at=mnt):
+            a = Agent(agent_bin, conf)
+            try:
+                p = subprocess.run([load, os.path.join(mnt, "data"), str(ITERS), str(BYTES_A),
+                                    str(BYTES_B), "0", "ab"], stdout=subprocess.PIPE, check=True,
+                                   timeout=120, preexec_fn=cg.enter)
+                pid = int(p.stdout.decode().split()[-1])
+            finally:
+                c.eq(a.stop(), 0, "agent exits 0")
         recs = a.records()
         evs = [e for e in trace_events(tdir) if e["pid"] == pid]
         for cat in ("lib", "syscall", "fs", "block"):
@@ -158,8 +152,6 @@ def main():
     finally:
         if a and a.proc.poll() is None:
             a.proc.kill()
-        subprocess.run(["umount", mnt])
-        subprocess.run(["losetup", "-d", dev])
         cg.remove()
         shutil.rmtree(tmp, ignore_errors=True)
 

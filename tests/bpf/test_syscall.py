@@ -12,8 +12,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import (Agent, Checks, check_schema, expected_ops, require_root,  # noqa: E402
-                      run_workload, sum_ops, workload_pid)
+from agentlib import (Agent, Checks, check_schema, expected_ops, loop_device,  # noqa: E402
+                      require_root, run_workload, sum_ops, workload_pid)
 
 ALLOWED_EXTRA = {"mmap"}  # glibc maps thread stacks and arenas: not in the workload's contract
 
@@ -219,19 +219,12 @@ def scenario_block(agent_bin, wl_bin, mechanism="auto"):
     """O_DIRECT I/O of known sizes on a loop device: exact requests, bytes and origin."""
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-blk-", dir="/var/tmp")
-    img = os.path.join(tmp, "disk.img")
-    with open(img, "wb") as f:
-        f.truncate(64 << 20)
-    dev = subprocess.run(["losetup", "-f", "--show", img], capture_output=True, text=True,
-                         check=True).stdout.strip()
-    try:
+    with loop_device(tmp) as dev:
         a = Agent(agent_bin, 'interval = 0.2;\nprobes = { block = { mechanism = "%s"; }; };\n'
                   % mechanism)
         params = dict(iters=300, size=65536)
         pid = workload_pid(run_workload(wl_bin, blockdev=dev, comm="blkwl", **params))
         c.eq(a.stop(), 0, "agent exits 0")
-    finally:
-        subprocess.run(["losetup", "-d", dev])
     recs = a.records()
     check_schema(c, recs)
     st = os.stat(dev)
