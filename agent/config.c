@@ -119,6 +119,10 @@ static const struct dc_cfg_item items[] = {
     {"probes.files.granularity", CFG_STRING, F(files_granularity), "process", 0, 0, "process|file",
      "process: access-pattern totals in each process's features record; file: also one "
      "\"file\" record per (process, file) and window, and \"filename\" dictionary records"},
+    {"probes.files.reads", CFG_STRING, F(files_reads), "auto", 0, 0, "auto|direct|probe",
+     "how the programs read a call's file and inode: direct loads of typed pointers "
+     "(bpf_rdonly_cast, 6.2+, tp_btf only), or bpf_probe_read_kernel() copies; auto takes "
+     "direct when the kernel loads it"},
     {"maps.files_max_keys", CFG_INT, F(files_max_keys), "4096", 16, 1 << 20, NULL,
      "distinct (process, cgroup, file) keys per window; beyond, file I/O is counted in the "
      "agent record's files.unattributed"},

@@ -60,6 +60,7 @@ struct dc_config {
 	int64_t vfs_max_keys;
 	bool files_enable;
 	char files_granularity[16]; /* process | file */
+	char files_reads[16];	    /* auto | direct | probe */
 	int64_t files_max_keys;
 	int64_t files_max_positions;
 	int64_t files_ring_kib;

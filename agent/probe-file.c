@@ -24,7 +24,7 @@ struct probe_file {
 	bool percpu;
 	struct winmap agg;
 	uint64_t max_keys, max_positions, ring_bytes;
-	char detail[256];
+	char detail[512];
 	struct dc_file_entry *entries;
 	size_t n, cap;
 	struct dc_file_sum overflow_prev;
@@ -152,7 +152,8 @@ bool probe_file_fits_percpu(const struct probe_file *p)
 	return p->percpu;
 }
 
-int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool percpu, bool plain)
+int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool percpu, bool plain,
+		       bool direct)
 {
 	p->percpu = percpu;
 	skel->rodata->files_on = true;
@@ -162,9 +163,10 @@ int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool perc
 	p->overflow = skel->maps.file_overflow;
 	p->counters = skel->maps.file_counters;
 	snprintf(p->detail, sizeof(p->detail),
-		 "in the syscall programs; %s maps of %llu keys, %s updates",
+		 "in the syscall programs; %s maps of %llu keys, %s updates; files read by %s",
 		 p->percpu ? "per-CPU" : "shared", (unsigned long long)p->max_keys,
-		 plain ? "plain" : "atomic");
+		 plain ? "plain" : "atomic",
+		 direct ? "direct loads (bpf_rdonly_cast)" : "bpf_probe_read_kernel");
 	return winmap_prepare(&p->agg, skel->maps.file_gen, "dc_file", sizeof(struct dc_file_key),
 			      sizeof(struct dc_file_val), (unsigned)p->max_keys, p->percpu,
 			      p->ncpus);
@@ -198,6 +200,13 @@ int probe_file_start(struct probe_file *p, struct syscall_bpf *skel)
 {
 	p->ring = ring_buffer__new(bpf_map__fd(skel->maps.paths), on_path, p, NULL);
 	return p->ring ? 0 : -errno;
+}
+
+void probe_file_note(struct probe_file *p, const char *why)
+{
+	size_t n = strlen(p->detail);
+
+	snprintf(p->detail + n, sizeof(p->detail) - n, " (%s)", why);
 }
 
 const char *probe_file_detail(const struct probe_file *p)

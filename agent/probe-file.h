@@ -25,13 +25,18 @@ struct probe_file *probe_file_free(struct probe_file *p);
 /* Whether per-CPU file maps fit the configured map memory. */
 bool probe_file_fits_percpu(const struct probe_file *p);
 /* percpu: the layout the syscall maps use (one plain_updates flag serves both) */
-int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool percpu, bool plain);
+/* direct: the programs read the file and inode with typed loads (the
+ * dc_*_btf_dr programs), not probe-read copies */
+int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool percpu, bool plain,
+		       bool direct);
 void probe_file_disable(struct syscall_bpf *skel);
 int probe_file_install(struct probe_file *p);
 /* Undo prepare/install after a failed load attempt. */
 void probe_file_reset(struct probe_file *p);
 int probe_file_start(struct probe_file *p, struct syscall_bpf *skel);
 const char *probe_file_detail(const struct probe_file *p);
+/* Appends " (why)" to the detail: why the reads are not the configured ones. */
+void probe_file_note(struct probe_file *p, const char *why);
 
 /* The path events' ring: readable when names are waiting. */
 int probe_file_ring_fd(struct probe_file *p);

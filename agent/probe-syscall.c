@@ -104,7 +104,7 @@ static int choose_layout(const struct dc_config *cfg, int ncpus, bool *percpu)
 
 /* Open, configure and load the skeleton with one mechanism's programs. */
 static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, enum mech m,
-			 bool task_storage)
+			 bool task_storage, bool direct)
 {
 	struct bpf_program *enter[MECH_MAX], *exit_[MECH_MAX];
 	struct syscall_bpf *skel;
@@ -122,8 +122,13 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	for (unsigned op = 0; op < DC_OP_MAX; op++)
 		skel->rodata->op_size_src[op] = (__u8)ops_get(op)->size_src;
 
-	enter[MECH_TP_BTF] = skel->progs.dc_enter_btf;
-	exit_[MECH_TP_BTF] = skel->progs.dc_exit_btf;
+	/* the direct-read pair is tp_btf's other face: one of the two loads */
+	enter[MECH_TP_BTF] = direct ? skel->progs.dc_enter_btf_dr : skel->progs.dc_enter_btf;
+	exit_[MECH_TP_BTF] = direct ? skel->progs.dc_exit_btf_dr : skel->progs.dc_exit_btf;
+	bpf_program__set_autoload(direct ? skel->progs.dc_enter_btf : skel->progs.dc_enter_btf_dr,
+				  false);
+	bpf_program__set_autoload(direct ? skel->progs.dc_exit_btf : skel->progs.dc_exit_btf_dr,
+				  false);
 	enter[MECH_RAW_TP] = skel->progs.dc_enter_raw;
 	exit_[MECH_RAW_TP] = skel->progs.dc_exit_raw;
 	enter[MECH_TRACEPOINT] = skel->progs.dc_enter_tp;
@@ -152,7 +157,7 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 		return r;
 	skel->rodata->agg_half = p->agg.half;
 	if (p->files)
-		r = probe_file_prepare(p->files, skel, p->files_percpu, p->plain_updates);
+		r = probe_file_prepare(p->files, skel, p->files_percpu, p->plain_updates, direct);
 	else
 		probe_file_disable(skel);
 	if (r)
@@ -196,12 +201,38 @@ struct attempt {
 	bool task_storage;
 };
 
+/*
+ * tp_btf with the file layer: first with the file read in place, which
+ * needs bpf_rdonly_cast (6.2+); a kernel without it refuses the programs
+ * at load, and the probe-read pair is tried next on the same mechanism.
+ * The other mechanisms' program types may not call kfuncs on every kernel
+ * that has them: they always copy.
+ */
 static int attempt(void *ctx, int m)
 {
 	struct attempt *a = ctx;
+	const char *reads = a->cfg->files_reads;
 	int r = m == MECH_TRACEPOINT ? tracefs_ensure() : 0;
 
-	return r ? r : try_mechanism(a->p, a->cfg, (enum mech)m, a->task_storage);
+	if (r)
+		return r;
+	if (m == MECH_TP_BTF && a->p->files && strcmp(reads, "probe")) {
+		char why[160];
+
+		r = try_mechanism(a->p, a->cfg, (enum mech)m, a->task_storage, true);
+		if (!r || !strcmp(reads, "direct"))
+			return r;
+		reset_attempt(a->p);
+		snprintf(why, sizeof(why), "direct loads refused: %s", strerror(-r));
+		log_info("File layer: %s; reading with bpf_probe_read_kernel", why);
+		r = try_mechanism(a->p, a->cfg, (enum mech)m, a->task_storage, false);
+		if (!r)
+			probe_file_note(a->p->files, why);
+		return r;
+	}
+	if (!strcmp(reads, "direct") && a->p->files)
+		return -EOPNOTSUPP; /* only tp_btf reads in place */
+	return try_mechanism(a->p, a->cfg, (enum mech)m, a->task_storage, false);
 }
 
 static void undo(void *ctx)

@@ -80,9 +80,23 @@ static __always_inline __u32 kind_of(long nr)
 	return nr_kind[nr];
 }
 
+/*
+ * Reading the file and its inode. The helper bpf_probe_read_kernel() costs
+ * a call, a range check and a fault-guarded copy each time; measured here,
+ * the four reads of a call's file were most of the file layer's cost at
+ * entry. bpf_rdonly_cast() (kfunc, 6.2+: commit a35b9af4ec2c "bpf: Add a
+ * kfunc for generic type cast") types a pointer for the verifier, which
+ * then lets the program follow it with plain loads that the JIT guards
+ * against faults (a bad pointer reads as zero). Weak: the object loads on
+ * kernels without it, where the agent loads the probe-read programs, since
+ * a verifier refuses a program naming a kfunc it lacks even in dead code
+ * (agent/probe-syscall.c picks, and reports which).
+ */
+extern void *bpf_rdonly_cast(void *obj, __u32 btf_id) __ksym __weak;
+
 /* task is the BTF-typed current task: the walk to the fd array is direct
  * loads (the verifier makes them fault-safe), not a helper call per field */
-static __always_inline struct file *fd_file(struct task_struct *task, __u64 fd)
+static __always_inline struct file *fd_file(struct task_struct *task, __u64 fd, bool direct)
 {
 	struct files_struct *files = task->files;
 	struct file **fds, *f = NULL;
@@ -94,6 +108,15 @@ static __always_inline struct file *fd_file(struct task_struct *task, __u64 fd)
 	if (!fdt || fd >= fdt->max_fds)
 		return NULL;
 	fds = fdt->fd;
+	if (direct) {
+		/* the array's element is a bare pointer, which no cast can
+		 * type: read it as the first member of a struct list_head, a
+		 * layout no kernel will change */
+		struct list_head *slot =
+		    bpf_rdonly_cast(&fds[fd], bpf_core_type_id_kernel(struct list_head));
+
+		return bpf_rdonly_cast(slot->next, bpf_core_type_id_kernel(struct file));
+	}
 	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
 		return NULL;
 	return f;
@@ -130,7 +153,8 @@ static __always_inline __u32 max_u32(__u32 a, __u32 b)
 
 /* A regular file or block device: its identity and, for want_pos, its
  * position. Anything else: false. */
-static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st, bool want_pos)
+static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st, bool want_pos,
+				       bool direct)
 {
 	__u32 zero = 0, fend, iend;
 	struct super_block *sb;
@@ -138,6 +162,21 @@ static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st,
 	struct inode *in;
 	struct chunk *c;
 
+	if (direct) {
+		/* f came from fd_file(direct): typed, read in place */
+		in = f->f_inode;
+		if (!in)
+			return false;
+		mode = in->i_mode & S_IFMT;
+		if (mode != S_IFREG && mode != S_IFBLK)
+			return false;
+		st->ino = in->i_ino;
+		st->dev = in->i_sb->s_dev;
+		st->blkbits = in->i_blkbits;
+		if (want_pos)
+			st->offset = f->f_pos;
+		return true;
+	}
 	c = bpf_map_lookup_elem(&chunk_scratch, &zero);
 	if (!c)
 		return false;
@@ -313,7 +352,7 @@ static __always_inline void dc_max(__u64 *p, __u64 v)
 
 /* sys_enter: what the exit needs, in the call's stash. */
 static __always_inline void file_enter(struct dc_file_stash *st, struct task_struct *task, long nr,
-				       __u64 a0, __u64 a1, __u64 a3)
+				       __u64 a0, __u64 a1, __u64 a3, bool direct)
 {
 	__u32 raw = kind_of(nr), kind = raw & DC_FK_KIND_MASK;
 	struct file *f;
@@ -325,8 +364,8 @@ static __always_inline void file_enter(struct dc_file_stash *st, struct task_str
 		return;
 	want_pos = kind == DC_FK_READ || kind == DC_FK_WRITE ||
 		   ((kind == DC_FK_PREAD2 || kind == DC_FK_PWRITE2) && (__s64)a3 == -1);
-	f = fd_file(task, a0);
-	if (!f || !file_ident(f, st, want_pos)) {
+	f = fd_file(task, a0, direct);
+	if (!f || !file_ident(f, st, want_pos, direct)) {
 		st->kind = DC_FK_NONE; /* not a file we follow */
 		return;
 	}
@@ -371,7 +410,7 @@ static __always_inline void pattern(struct dc_file_val *v, struct dc_file_pos *p
 
 /* sys_exit: fs is the stash sys_enter filled (a copy: the stash is reused). */
 static __always_inline void file_exit(struct dc_file_stash *fs, struct task_struct *task, long ret,
-				      __u64 lat, __u64 cgroup_id)
+				      __u64 lat, __u64 cgroup_id, bool direct)
 {
 	struct dc_file_key key = {};
 	struct dc_file_val *v;
@@ -384,8 +423,8 @@ static __always_inline void file_exit(struct dc_file_stash *fs, struct task_stru
 	if (kind == DC_FK_OPEN) {
 		if (ret < 0)
 			return; /* no file to charge: the syscall layer has the error */
-		f = fd_file(task, (__u64)ret);
-		if (!f || !file_ident(f, fs, false))
+		f = fd_file(task, (__u64)ret, direct);
+		if (!f || !file_ident(f, fs, false, direct))
 			return;
 		key.dev = fs->dev;
 		key.ino = fs->ino;

@@ -207,7 +207,7 @@ static __always_inline void proc_note(__u32 tgid)
 		count(DC_CNT_PROC_FAIL);
 }
 
-static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp)
+static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool direct)
 {
 	__u32 op = lookup_op(nr), src, tgid;
 	struct dc_agg_key key = {};
@@ -237,7 +237,7 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp)
 	lat = bpf_ktime_get_ns() - ts;
 	key.cgroup_id = bpf_get_current_cgroup_id();
 	if (files_on && fs.kind)
-		file_exit(&fs, task, ret, lat, key.cgroup_id);
+		file_exit(&fs, task, ret, lat, key.cgroup_id, direct);
 
 	src = size_src(op);
 	if (ret >= 0 && src != DC_SZ_NONE) {
@@ -303,14 +303,14 @@ static __always_inline __u64 regs_size_arg(struct pt_regs *regs, __u32 src)
 
 /* The file part of an entry; args read only for the calls it follows.
  * tp_btf hands a BTF-typed regs: plain loads, no helper per argument. */
-#define FILE_ENTER(st, task, nr, get)                                               \
-	do {                                                                        \
-		if (!files_on)                                                      \
-			break;                                                      \
-		if (kind_of(nr))                                                    \
-			file_enter(&(st)->f, (task), (nr), get(1), get(2), get(4)); \
-		else                                                                \
-			(st)->f.kind = DC_FK_NONE;                                  \
+#define FILE_ENTER(st, task, nr, get, direct)                                                 \
+	do {                                                                                  \
+		if (!files_on)                                                                \
+			break;                                                                \
+		if (kind_of(nr))                                                              \
+			file_enter(&(st)->f, (task), (nr), get(1), get(2), get(4), (direct)); \
+		else                                                                          \
+			(st)->f.kind = DC_FK_NONE;                                            \
 	} while (0)
 
 #define BTF_ARG(i)  PT_REGS_PARM##i##_SYSCALL(regs)
@@ -318,7 +318,7 @@ static __always_inline __u64 regs_size_arg(struct pt_regs *regs, __u32 src)
 
 /* sys_enter on tp_btf and raw_tp: the same program but for how the
  * arguments are read (plain loads of the BTF-typed regs, or CO-RE reads) */
-#define DC_ENTER_PROG(sec, name, ARG)                                         \
+#define DC_ENTER_PROG(sec, name, ARG, DIRECT)                                 \
 	SEC(sec)                                                              \
 	int BPF_PROG(name, struct pt_regs *regs, long nr)                     \
 	{                                                                     \
@@ -335,25 +335,34 @@ static __always_inline __u64 regs_size_arg(struct pt_regs *regs, __u32 src)
 		st = stash_open(task, op, regs_size_arg(regs, size_src(op))); \
 		if (!st)                                                      \
 			return 0;                                             \
-		FILE_ENTER(st, task, nr, ARG);                                \
+		FILE_ENTER(st, task, nr, ARG, DIRECT);                        \
 		stash_stamp(st);                                              \
 		return 0;                                                     \
 	}
 
-DC_ENTER_PROG("tp_btf/sys_enter", dc_enter_btf, BTF_ARG)
-DC_ENTER_PROG("raw_tp/sys_enter", dc_enter_raw, CORE_ARG)
+DC_ENTER_PROG("tp_btf/sys_enter", dc_enter_btf, BTF_ARG, false)
+DC_ENTER_PROG("raw_tp/sys_enter", dc_enter_raw, CORE_ARG, false)
+/* the same with the file read in place (bpf_rdonly_cast, file.bpf.h) */
+DC_ENTER_PROG("tp_btf/sys_enter", dc_enter_btf_dr, BTF_ARG, true)
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(dc_exit_btf, struct pt_regs *regs, long ret)
 {
-	on_exit(ctx, DC_REGS_SYSCALL_NR(regs), ret, DC_REGS_SP(regs));
+	on_exit(ctx, DC_REGS_SYSCALL_NR(regs), ret, DC_REGS_SP(regs), false);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(dc_exit_btf_dr, struct pt_regs *regs, long ret)
+{
+	on_exit(ctx, DC_REGS_SYSCALL_NR(regs), ret, DC_REGS_SP(regs), true);
 	return 0;
 }
 
 SEC("raw_tp/sys_exit")
 int BPF_PROG(dc_exit_raw, struct pt_regs *regs, long ret)
 {
-	on_exit(ctx, BPF_CORE_READ(regs, DC_REGS_NR_FIELD), ret, DC_CORE_REGS_SP(regs));
+	on_exit(ctx, BPF_CORE_READ(regs, DC_REGS_NR_FIELD), ret, DC_CORE_REGS_SP(regs), false);
 	return 0;
 }
 
@@ -383,7 +392,7 @@ int dc_enter_tp(struct trace_event_raw_sys_enter *ctx)
 		return 0;
 	if (files_on) {
 		if (kind_of(ctx->id))
-			file_enter(&st->f, task, ctx->id, a0, a1, a3);
+			file_enter(&st->f, task, ctx->id, a0, a1, a3, false);
 		else
 			st->f.kind = DC_FK_NONE;
 	}
@@ -395,7 +404,7 @@ SEC("tracepoint/raw_syscalls/sys_exit")
 int dc_exit_tp(struct trace_event_raw_sys_exit *ctx)
 {
 	/* no user registers here: a frameless leaf's caller stays unknown */
-	on_exit(ctx, ctx->id, ctx->ret, 0);
+	on_exit(ctx, ctx->id, ctx->ret, 0, false);
 	return 0;
 }
 

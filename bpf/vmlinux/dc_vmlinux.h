@@ -208,6 +208,11 @@ struct fdtable {
 struct files_struct {
 	struct fdtable *fdt;
 };
+/* only as the type of a bare kernel pointer, read as its first member
+ * (bpf/file.bpf.h fd_file) */
+struct list_head {
+	struct list_head *next;
+};
 
 #pragma clang attribute pop
 

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """BPF test of the file layer: exact per-file counters against tests/bpf/fileload.c.
 
-usage: test_files.py SCENARIO AGENT FILELOAD     (SCENARIO: files | files-tracepoint)
+usage: test_files.py SCENARIO AGENT FILELOAD
+  SCENARIO: files (auto: direct reads where the kernel has bpf_rdonly_cast),
+            files-probe (tp_btf, probe reads), files-tracepoint
 """
 import os
 import subprocess
@@ -48,12 +50,19 @@ def expectations(tmp):
     }
 
 
-def scenario(agent_bin, fl_bin, mechanism):
+def kernel_has_kfunc(name):
+    """Whether the running kernel's BTF has the function (a kfunc)."""
+    p = subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux"],
+                       stdout=subprocess.PIPE, text=True, check=True)
+    return ("FUNC '%s'" % name) in p.stdout
+
+
+def scenario(agent_bin, fl_bin, mechanism, reads):
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-files-")
     # the file layer runs in the syscall programs: it has their mechanism
-    a = Agent(agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = "file"; }; '
-              'syscall = { mechanism = "%s"; }; };\n' % mechanism)
+    a = Agent(agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = "file"; '
+              'reads = "%s"; }; syscall = { mechanism = "%s"; }; };\n' % (reads, mechanism))
     p = subprocess.run([fl_bin, "--dir", tmp], stdout=subprocess.PIPE, check=True, timeout=60)
     pid = int(p.stdout.decode().strip())
     rc = a.stop()
@@ -63,6 +72,14 @@ def scenario(agent_bin, fl_bin, mechanism):
     layer = {(p["mechanism"], p["detail"]) for r in recs if r["type"] == "agent"
              for p in r["probes"] if p["name"] == "files"}
     c.check(layer and all(m != "off" for m, _ in layer), "the file layer attached: %s" % layer)
+    # the reads the kernel should give: direct where tp_btf runs and the
+    # kernel has the cast (6.2+), else copies; a refused direct load that
+    # fell back would pass every count below, so it is checked here
+    direct = reads != "probe" and mechanism in ("auto", "tp_btf") and \
+        kernel_has_kfunc("bpf_rdonly_cast")
+    want = "files read by direct loads" if direct else "files read by bpf_probe_read_kernel"
+    c.check(layer and all(want in d and "refused" not in d for _, d in layer),
+            "the file layer says how it reads files: %r in %s" % (want, [d for _, d in layer]))
     names = {}
     for r in recs:
         if r["type"] == "filename":
@@ -133,8 +150,10 @@ def scenario(agent_bin, fl_bin, mechanism):
 def main():
     name, agent_bin, fl_bin = sys.argv[1:4]
     require_root()
-    mech = name.split("-", 1)[1] if "-" in name else "auto"
-    sys.exit(scenario(agent_bin, fl_bin, mech))
+    variant = name.split("-", 1)[1] if "-" in name else "auto"
+    if variant == "probe":
+        sys.exit(scenario(agent_bin, fl_bin, "tp_btf", "probe"))
+    sys.exit(scenario(agent_bin, fl_bin, variant, "auto"))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
  * agent excluding itself as it does by default, so the measured calls are
  * made by a child. Then one window holds only that child's known calls.
  */
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -226,6 +227,15 @@ static uint64_t stacks_rows(const struct stacks_drain *d, pid_t pid)
 	return n;
 }
 
+static bool kernel_has_func(const char *fn)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	bool has = vmlinux && btf__find_by_name_kind(vmlinux, fn, BTF_KIND_FUNC) > 0;
+
+	btf__free(vmlinux);
+	return has;
+}
+
 int syscall_vm_run(const char *mech, const char *stash)
 {
 	static struct dc_drain_result res;
@@ -307,6 +317,20 @@ int syscall_vm_run(const char *mech, const char *stash)
 	}
 
 	check(&c, "workload.exit_status", (uint64_t)status, 0);
+	if (!strcmp(mech, "tp_btf")) {
+		/* 6.1 has no bpf_rdonly_cast: the direct-read programs are
+		 * refused and the copying ones load in their place, said so */
+		const char *d = probe_syscall_files_detail(p);
+
+		if (kernel_has_func("bpf_rdonly_cast"))
+			check(&c, "files.reads_direct", strstr(d, "read by direct loads") != NULL,
+			      1);
+		else
+			check(&c, "files.reads_fell_back_to_copies",
+			      strstr(d, "read by bpf_probe_read_kernel (direct loads refused") !=
+				  NULL,
+			      1);
+	}
 	{
 		/* every call of the workload profiled (one_in_n = 1), each row
 		 * with the syscall marker between user and kernel parts */
