@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "mechanism.h"
@@ -36,4 +39,15 @@ int mech_choose(const char *family, const char *const *names, int first, int las
 			*off = len - 1;
 	}
 	return r;
+}
+
+void mech_release_image(const void *data, size_t size)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = ((uintptr_t)data + page - 1) & ~(page - 1);
+	uintptr_t end = ((uintptr_t)data + size) & ~(page - 1);
+
+	/* whole pages only: the ends share pages with other read-only data */
+	if (end > start && madvise((void *)start, end - start, MADV_DONTNEED) < 0)
+		log_debug("Cannot release the BPF object's pages: %m");
 }

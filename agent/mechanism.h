@@ -20,6 +20,16 @@ int mech_choose(const char *family, const char *const *names, int first, int las
 		mech_attempt_fn attempt, mech_undo_fn undo, void *ctx, char *detail, size_t len,
 		size_t *off);
 
+/*
+ * Drop a skeleton's embedded BPF object from the agent's resident memory
+ * once libbpf has opened it (libbpf copies what it keeps: instructions,
+ * BTF, map data). The object is read-only data of the agent's own binary,
+ * so the kernel reads it back from the file if it is touched again (the
+ * next open, at a reload): never wrong, only a page fault. The VFS object,
+ * one program per file-system function, is 2.9 MB.
+ */
+void mech_release_image(const void *data, size_t size);
+
 /* The index of name in names[0..n), or -1. */
 int mech_find(const char *const *names, int n, const char *name);
 

@@ -57,6 +57,7 @@ static int try_mechanism(struct probe_pagecache *p, const struct dc_config *cfg,
 
 	if (!skel)
 		return -errno;
+	mech_release_image(skel->skeleton->data, skel->skeleton->data_sz);
 	p->skel = skel;
 	skel->rodata->plain_updates = plain_updates;
 	skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;

@@ -113,6 +113,7 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	skel = syscall_bpf__open();
 	if (!skel)
 		return -errno;
+	mech_release_image(skel->skeleton->data, skel->skeleton->data_sz);
 	p->skel = skel;
 
 	skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;

@@ -209,6 +209,7 @@ static int try_mechanism(struct probe_uprobe *p, enum mech m)
 	p->skel = uprobe_bpf__open();
 	if (!p->skel)
 		return -errno;
+	mech_release_image(p->skel->skeleton->data, p->skel->skeleton->data_sz);
 	/* atomic adds: threads of a process share keys and uprobes can nest */
 	p->skel->rodata->plain_updates = false;
 	p->skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;

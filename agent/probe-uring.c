@@ -83,6 +83,7 @@ static int try_mechanism(struct probe_uring *p, const struct dc_config *cfg, enu
 
 	if (!skel)
 		return -errno;
+	mech_release_image(skel->skeleton->data, skel->skeleton->data_sz);
 	p->skel = skel;
 	skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
 	p->old_submit = m == MECH_TRACEPOINT && has_old_submit_event();

@@ -12,6 +12,7 @@
 #include "datacrumbs/vfs.h"
 #include "filter.h"
 #include "macro.h"
+#include "mechanism.h"
 #include "probe-vfs.h"
 #include "traces.h"
 #include "vfs.skel.h"
@@ -327,6 +328,7 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	skel = vfs_bpf__open();
 	if (!skel)
 		return -errno;
+	mech_release_image(skel->skeleton->data, skel->skeleton->data_sz);
 	p->skel = skel;
 	skel->rodata->plain_updates = false; /* VFS calls nest and run in any context */
 	skel->rodata->agent_tgid = o->exclude_tgid;
