@@ -127,8 +127,8 @@ static const struct dc_cfg_item items[] = {
      "distinct (process, cgroup, file) keys per window; beyond, file I/O is counted in the "
      "agent record's files.unattributed"},
     {"maps.files_max_positions", CFG_INT, F(files_max_positions), "65536", 64, 1 << 22, NULL,
-     "(process, file) pairs whose last offsets are remembered (LRU) for the sequential and "
-     "consecutive counts"},
+     "idle (process, file) pairs whose last offsets are remembered (LRU) for the sequential "
+     "and consecutive counts, should they resume"},
     {"maps.files_ring_kib", CFG_INT, F(files_ring_kib), "1024", 4, 1 << 20, NULL,
      "ring buffer for file names (rounded up to a power of two pages); a full ring loses "
      "names, counted in the agent record, never counts"},

@@ -89,6 +89,23 @@ static int entry_cmp(const void *a, const void *b)
 	return cmp(a, y->tgid, y->cgroup_id, y->dev, y->ino);
 }
 
+size_t file_merge_sorted(struct dc_file_entry *e, size_t n)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (w && !cmp(&e[w - 1], e[i].tgid, e[i].cgroup_id, e[i].dev, e[i].ino)) {
+			file_sum_add(&e[w - 1].v, &e[i].v);
+			e[w - 1].v.files = 1; /* still one file */
+			continue;
+		}
+		if (w != i)
+			e[w] = e[i];
+		w++;
+	}
+	return w;
+}
+
 void file_sort(struct dc_file_entry *e, size_t n)
 {
 	if (n)

@@ -29,6 +29,9 @@ struct dc_file_entry {
 
 void file_sum_add_val(struct dc_file_sum *s, const struct dc_file_val *v);
 void file_sum_add(struct dc_file_sum *s, const struct dc_file_sum *o);
+/* Entries sorted by file_sort(): adjacent ones of the same key (a key that
+ * held two slots in one window) summed into one. Returns the new count. */
+size_t file_merge_sorted(struct dc_file_entry *e, size_t n);
 /* d = cur - prev for the monotonic overflow totals (maxima are taken as is) */
 void file_sum_delta(struct dc_file_sum *d, const struct dc_file_sum *cur,
 		    const struct dc_file_sum *prev);

@@ -752,8 +752,7 @@ static void window_losses(struct manager *m, const struct dc_agent_stats *st)
 		st->blk_counters[DC_BLK_CNT_AGG_FULL] + st->blk_counters[DC_BLK_CNT_RQ_FULL] +
 		st->pc_counters[DC_PC_CNT_AGG_FULL] + st->ur_counters[DC_UR_CNT_AGG_FULL] +
 		st->ur_counters[DC_UR_CNT_INFLIGHT_FULL] + st->file_counters[DC_FILE_CNT_AGG_FULL] +
-		st->file_counters[DC_FILE_CNT_POS_FAIL] + st->up_counters[DC_FN_CNT_AGG_FULL] +
-		st->vfs_counters[DC_FN_CNT_AGG_FULL],
+		st->up_counters[DC_FN_CNT_AGG_FULL] + st->vfs_counters[DC_FN_CNT_AGG_FULL],
 	    .ring_full = st->tr_drop + st->file_counters[DC_FILE_CNT_PATH_LOST] +
 			 st->tr_window.layers[DC_LAYER_LIB][DC_TR_DROPPED] +
 			 st->tr_window.layers[DC_LAYER_VFS][DC_TR_DROPPED] +

@@ -12,17 +12,17 @@
 #include "macro.h"
 #include "ops.h"
 #include "probe-file.h"
+#include "slotmap.h"
 #include "syscall.skel.h"
-#include "winmap.h"
 
 #define KIND_HAS_BUF 0x10 /* bpf/file.bpf.c: arg1 is the buffer itself */
 
 struct probe_file {
 	struct ring_buffer *ring;
 	struct bpf_map *overflow, *counters;
-	int ncpus;
+	int ncpus, pos_fd;
 	bool percpu;
-	struct winmap agg;
+	struct slotmap agg;
 	uint64_t max_keys, max_positions, ring_bytes;
 	char detail[512];
 	struct dc_file_entry *entries;
@@ -89,7 +89,7 @@ struct probe_file *probe_file_free(struct probe_file *p)
 	if (!p)
 		return NULL;
 	ring_buffer__free(p->ring);
-	winmap_close(&p->agg);
+	slotmap_close(&p->agg);
 	fname_table_free(&p->names);
 	free(p->entries);
 	free(p);
@@ -125,7 +125,7 @@ int probe_file_new(const struct dc_config *cfg, struct probe_file **ret)
 
 	if (!p)
 		return -ENOMEM;
-	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
+	p->agg.barrier_inner_fd = -1;
 	p->ncpus = libbpf_num_possible_cpus();
 	if (p->ncpus <= 0)
 		return p->ncpus;
@@ -135,7 +135,7 @@ int probe_file_new(const struct dc_config *cfg, struct probe_file **ret)
 	p->ring_bytes = 4096;
 	while (p->ring_bytes < (uint64_t)cfg->files_ring_kib * 1024)
 		p->ring_bytes *= 2;
-	/* per-CPU only while both windows fit the map budget: a file value is
+	/* per-CPU only while both halves fit the map budget: a file value is
 	 * larger than a syscall one and file keys are many */
 	percpu_bytes = 2 * p->max_keys * sizeof(struct dc_file_val) * (uint64_t)p->ncpus;
 	p->percpu = strcmp(cfg->map_layout, "shared") &&
@@ -152,9 +152,35 @@ bool probe_file_fits_percpu(const struct probe_file *p)
 	return p->percpu;
 }
 
+static bool file_val_touched(const void *value)
+{
+	const struct dc_file_val *v = value;
+
+	/* every call the layer counts adds to one of these */
+	return v->read_ops || v->write_ops || v->meta_ops || v->sync_ops || v->errors;
+}
+
+/* A key the slot map takes back: its previous offsets go to the position
+ * LRU, where the programs seed them from if the key comes back, so that a
+ * pause longer than two windows does not break a sequential scan. */
+static void park_position(void *ctx, const void *key, int idx_fd)
+{
+	struct probe_file *p = ctx;
+	const struct dc_file_key *k = key;
+	struct dc_file_pos_key pk = {.ino = k->ino, .tgid = k->tgid, .dev = k->dev};
+	struct dc_file_idx ix;
+
+	if (bpf_map_lookup_elem(idx_fd, key, &ix))
+		return;
+	if (ix.pos.have_read || ix.pos.have_write)
+		(void)bpf_map_update_elem(p->pos_fd, &pk, &ix.pos, BPF_ANY);
+}
+
 int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool percpu, bool plain,
 		       bool direct)
 {
+	int r;
+
 	p->percpu = percpu;
 	skel->rodata->files_on = true;
 	fill_kinds((uint8_t *)skel->rodata->nr_kind);
@@ -167,16 +193,29 @@ int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool perc
 		 p->percpu ? "per-CPU" : "shared", (unsigned long long)p->max_keys,
 		 plain ? "plain" : "atomic",
 		 direct ? "direct loads (bpf_rdonly_cast)" : "bpf_probe_read_kernel");
-	return winmap_prepare(&p->agg, skel->maps.file_gen, "dc_file", sizeof(struct dc_file_key),
-			      sizeof(struct dc_file_val), (unsigned)p->max_keys, p->percpu,
-			      p->ncpus);
+	skel->rodata->file_max = (__u32)p->max_keys;
+	skel->rodata->file_regions = p->percpu ? (__u32)p->ncpus : 1;
+	r = slotmap_prepare(&p->agg, skel->obj, "file", sizeof(struct dc_file_key),
+			    sizeof(struct dc_file_val), (unsigned)p->max_keys,
+			    skel->rodata->file_regions, file_val_touched);
+	if (r)
+		return r;
+	skel->rodata->file_half = p->agg.half;
+	p->agg.park = park_position;
+	p->agg.park_ctx = p;
+	return 0;
 }
 
 void probe_file_disable(struct syscall_bpf *skel)
 {
 	/* the code is dead (files_on false): its maps need not exist */
 	skel->rodata->files_on = false;
-	bpf_map__set_autocreate(skel->maps.file_gen, false);
+	bpf_map__set_autocreate(skel->maps.file_idx, false);
+	bpf_map__set_autocreate(skel->maps.file_keys, false);
+	bpf_map__set_autocreate(skel->maps.file_vals, false);
+	bpf_map__set_autocreate(skel->maps.file_free, false);
+	bpf_map__set_autocreate(skel->maps.file_state, false);
+	bpf_map__set_autocreate(skel->maps.file_barrier, false);
 	bpf_map__set_autocreate(skel->maps.file_overflow, false);
 	bpf_map__set_autocreate(skel->maps.file_counters, false);
 	bpf_map__set_autocreate(skel->maps.file_pos, false);
@@ -185,15 +224,15 @@ void probe_file_disable(struct syscall_bpf *skel)
 	bpf_map__set_autocreate(skel->maps.chunk_scratch, false);
 }
 
-int probe_file_install(struct probe_file *p)
+int probe_file_install(struct probe_file *p, struct syscall_bpf *skel)
 {
-	return winmap_install(&p->agg);
+	p->pos_fd = bpf_map__fd(skel->maps.file_pos);
+	return slotmap_install(&p->agg);
 }
 
 void probe_file_reset(struct probe_file *p)
 {
-	winmap_close(&p->agg);
-	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
+	slotmap_close(&p->agg);
 }
 
 int probe_file_start(struct probe_file *p, struct syscall_bpf *skel)
@@ -228,7 +267,7 @@ int probe_file_consume(struct probe_file *p, uint64_t window)
 	return r < 0 ? r : 0;
 }
 
-static int collect(const void *key, const void *values, int ncpus, void *ctx)
+static int collect(const void *key, const void *const *values, unsigned n, void *ctx)
 {
 	struct probe_file *p = ctx;
 	const struct dc_file_key *k = key;
@@ -236,13 +275,11 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 
 	if (!e)
 		return -ENOMEM;
-	e->cgroup_id = k->cgroup_id;
-	e->tgid = k->tgid;
-	e->dev = k->dev;
-	e->ino = k->ino;
+	*e = (struct dc_file_entry){
+	    .cgroup_id = k->cgroup_id, .tgid = k->tgid, .dev = k->dev, .ino = k->ino};
 	e->v.files = 1;
-	for (int c = 0; c < ncpus; c++)
-		file_sum_add_val(&e->v, (const struct dc_file_val *)values + c);
+	for (unsigned c = 0; c < n; c++)
+		file_sum_add_val(&e->v, values[c]);
 	return 0;
 }
 
@@ -252,18 +289,19 @@ int probe_file_flip_and_drain(struct probe_file *p, uint64_t window, struct dc_f
 	unsigned long long flip_us;
 	struct dc_file_sum cur = {};
 	__u32 zero = 0;
-	bool batch;
 	int r;
 
 	if (!vals)
 		return -ENOMEM;
 	p->n = 0;
-	r = winmap_flip_and_drain(&p->agg, collect, p, &batch, &flip_us);
+	r = slotmap_flip_and_drain(&p->agg, collect, p, &flip_us);
 	/* after the flip every name the closed window sent is in the ring */
 	probe_file_consume(p, window);
 	if (r < 0)
 		return r;
 	file_sort(p->entries, p->n);
+	/* a key taken back and returning within the window has two slots */
+	p->n = file_merge_sorted(p->entries, p->n);
 	res->entries = p->entries;
 	res->n = p->n;
 	if (!bpf_map_lookup_elem(bpf_map__fd(p->overflow), &zero, vals))

@@ -30,7 +30,7 @@ bool probe_file_fits_percpu(const struct probe_file *p);
 int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool percpu, bool plain,
 		       bool direct);
 void probe_file_disable(struct syscall_bpf *skel);
-int probe_file_install(struct probe_file *p);
+int probe_file_install(struct probe_file *p, struct syscall_bpf *skel);
 /* Undo prepare/install after a failed load attempt. */
 void probe_file_reset(struct probe_file *p);
 int probe_file_start(struct probe_file *p, struct syscall_bpf *skel);

@@ -178,7 +178,7 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 		return r;
 	r = slotmap_install(&p->agg);
 	if (!r && p->files)
-		r = probe_file_install(p->files);
+		r = probe_file_install(p->files, skel);
 	if (!r && p->stacks)
 		r = stacks_install(p->stacks);
 	if (!r)

@@ -796,8 +796,6 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 		json_u64(&j, s->file_counters[DC_FILE_CNT_PATH_LOST]);
 		json_key(&j, "names_not_kept");
 		json_u64(&j, s->file_names_not_kept);
-		json_key(&j, "position_map_full");
-		json_u64(&j, s->file_counters[DC_FILE_CNT_POS_FAIL]);
 		json_obj_end(&j);
 		json_key(&j, "unattributed");
 		json_obj_begin(&j);

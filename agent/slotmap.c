@@ -213,6 +213,8 @@ static void reclaim(struct slotmap *m, unsigned hi)
 			continue;
 		memcpy(batch + (size_t)nb * m->ksz, (char *)m->keys_mem + s * stride(m->ksz),
 		       m->ksz);
+		if (m->park)
+			m->park(m->park_ctx, batch + (size_t)nb * m->ksz, bpf_map__fd(m->idx));
 		if (++nb == per) {
 			delete_keys(m, batch, nb);
 			nb = 0;

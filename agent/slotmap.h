@@ -42,6 +42,10 @@ struct slotmap {
 	bool (*touched)(const void *value);
 	/* since the start: slots given back, and keys found in two slots */
 	uint64_t reclaimed;
+	/* if set, called with each key about to leave the index (its entry
+	 * still there, in the map idx_fd): to keep what the entry carries */
+	void (*park)(void *ctx, const void *key, int idx_fd);
+	void *park_ctx;
 };
 
 /* Before load: find NAME_{idx,keys,vals,free,state,barrier} in obj and

@@ -21,6 +21,7 @@
 #define DC_FILE_BPF_H
 
 #include "datacrumbs/file.h"
+#include "slotmap.bpf.h"
 
 #define S_IFMT	0170000
 #define S_IFREG 0100000
@@ -33,11 +34,6 @@
 const volatile bool files_on = false;
 const volatile __u8 nr_kind[DC_FILE_NR_MAX] = {};
 
-static const struct dc_file_val file_zero_val;
-static const struct dc_file_pos zero_pos;
-
-DC_WINDOW_MAP(file_gen, struct dc_file_key, struct dc_file_val);
-
 /* Calls whose (process, file) key found no room: totals only. Monotonic. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -48,14 +44,28 @@ struct {
 
 DC_COUNTERS(file_counters, DC_FILE_CNT_MAX);
 
-/* Where the previous read and write of a process on a file ended: outlives
- * windows, so a sequential scan stays sequential across a window boundary. */
+/* Where the previous read and write of a process on a file ended, for keys
+ * the agent took the slot of (idle two windows): so that a sequential scan
+ * stays sequential across any pause. A key with a slot keeps its position
+ * in its index entry, read with the slot (no lookup of its own per call). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536); /* sized from config before load */
 	__type(key, struct dc_file_pos_key);
 	__type(value, struct dc_file_pos);
 } file_pos SEC(".maps");
+
+static __always_inline void file_seed(const struct dc_file_key *k, struct dc_file_idx *ix)
+{
+	struct dc_file_pos_key pk = {.ino = k->ino, .tgid = k->tgid, .dev = k->dev};
+	struct dc_file_pos *pos = bpf_map_lookup_elem(&file_pos, &pk);
+
+	if (pos)
+		ix->pos = *pos;
+}
+
+/* The per-window values, by (cgroup, process, file): bpf/slotmap.bpf.h. */
+DC_SLOT_MAP_IDX(file, struct dc_file_key, struct dc_file_val, struct dc_file_idx, file_seed);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -413,12 +423,13 @@ static __always_inline void file_exit(struct dc_file_stash *fs, struct task_stru
 				      __u64 lat, __u64 cgroup_id, bool direct)
 {
 	struct dc_file_key key = {};
+	struct dc_file_idx *ix = NULL;
 	struct dc_file_val *v;
-	__u32 kind = fs->kind, zero = 0;
+	__u32 kind = fs->kind, zero = 0, seq;
 	__u64 offset = fs->offset;
 	struct file *f;
 	__u8 blkbits;
-	bool inserted, rd;
+	bool rd;
 
 	if (kind == DC_FK_OPEN) {
 		if (ret < 0)
@@ -437,9 +448,13 @@ static __always_inline void file_exit(struct dc_file_stash *fs, struct task_stru
 	}
 	key.cgroup_id = cgroup_id;
 	key.tgid = task->tgid;
-	v = dc_window_value(&file_gen, &key, &file_zero_val, &inserted);
-	if (inserted)
+	v = file_value_ix(&key, &ix, &seq);
+	/* the key's first call in this window: two CPUs racing here both
+	 * send, and the agent keeps one name */
+	if (v && ix->path_seq != seq + 1) {
+		ix->path_seq = seq + 1;
 		send_path(f, key.dev, key.ino);
+	}
 	if (!v) {
 		file_count(DC_FILE_CNT_AGG_FULL);
 		v = bpf_map_lookup_elem(&file_overflow, &zero);
@@ -477,17 +492,11 @@ static __always_inline void file_exit(struct dc_file_stash *fs, struct task_stru
 		return;
 
 	{
-		struct dc_file_pos_key pk = {.ino = key.ino, .tgid = key.tgid, .dev = key.dev};
-		struct dc_file_pos *pos = bpf_map_lookup_elem(&file_pos, &pk);
 		__u64 sz = (__u64)ret;
 
-		if (!pos) {
-			bpf_map_update_elem(&file_pos, &pk, &zero_pos, BPF_NOEXIST);
-			pos = bpf_map_lookup_elem(&file_pos, &pk);
-			if (!pos)
-				file_count(DC_FILE_CNT_POS_FAIL);
-		}
-		pattern(v, pos, rd, offset, sz);
+		/* without a slot (overflow totals), no previous offsets */
+		if (ix)
+			pattern(v, &ix->pos, rd, offset, sz);
 		if (rd) {
 			dc_add(&v->read_bytes, sz);
 			dc_add(&v->read_size[darshan_bucket(sz)], 1);

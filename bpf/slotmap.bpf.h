@@ -22,7 +22,18 @@
 
 #include "datacrumbs/slotmap.h"
 
-#define DC_SLOT_MAP(name, key_t, val_t)                                                      \
+/* No seeding: a plain index entry is its slot alone. */
+#define DC_SLOT_NO_SEED(key, ix) ((void)0)
+
+#define DC_SLOT_MAP(name, key_t, val_t) DC_SLOT_MAP_IDX(name, key_t, val_t, __u32, DC_SLOT_NO_SEED)
+
+/*
+ * The same with an index entry of type idx_t, whose first member is the
+ * __u32 slot: what a key needs across windows (a file's last position)
+ * rides in the entry the program looks up anyway, one hash lookup instead
+ * of two. seed(key, idx_t *) fills a new entry before it is published.
+ */
+#define DC_SLOT_MAP_IDX(name, key_t, val_t, idx_t, seed)                                     \
 	const volatile __u32 name##_max = 1;	 /* slots, set before load */                \
 	const volatile __u32 name##_regions = 1; /* 1 shared, else one per CPU */            \
 	const volatile __u32 name##_half = 1;	 /* elements per half of the values */       \
@@ -30,7 +41,7 @@
 		__uint(type, BPF_MAP_TYPE_HASH);                                             \
 		__uint(max_entries, 1);                                                      \
 		__type(key, key_t);                                                          \
-		__type(value, __u32);                                                        \
+		__type(value, idx_t);                                                        \
 	} name##_idx SEC(".maps");                                                           \
 	struct {                                                                             \
 		__uint(type, BPF_MAP_TYPE_ARRAY);                                            \
@@ -73,46 +84,67 @@
 		__array(values, struct name##_barrier_inner);                                \
 	} name##_barrier SEC(".maps");                                                       \
                                                                                              \
+	/* the key's index entry, with a slot taken for it; NULL: none left */               \
 	static __always_inline __attribute__((unused))                                       \
-	__u32 name##_alloc(struct dc_slot_state *st, const key_t *key)                       \
+	idx_t *name##_alloc(struct dc_slot_state *st, const key_t *key)                      \
 	{                                                                                    \
-		__u32 s, *sp;                                                                \
+		idx_t init;                                                                  \
+		__u32 s;                                                                     \
 		key_t *k;                                                                    \
                                                                                              \
 		if (bpf_map_pop_elem(&name##_free, &s)) {                                    \
 			/* check first: failed takes must not run hi around */               \
 			if (*(volatile __u32 *)&st->hi >= name##_max)                        \
-				return DC_SLOT_NONE;                                         \
+				return NULL;                                                 \
 			s = __sync_fetch_and_add(&st->hi, 1);                                \
 			if (s >= name##_max)                                                 \
-				return DC_SLOT_NONE;                                         \
+				return NULL;                                                 \
 		}                                                                            \
 		k = bpf_map_lookup_elem(&name##_keys, &s);                                   \
 		if (!k)                                                                      \
-			return DC_SLOT_NONE;                                                 \
+			return NULL;                                                         \
 		*k = *key;                                                                   \
-		if (!bpf_map_update_elem(&name##_idx, key, &s, BPF_NOEXIST))                 \
-			return s;                                                            \
-		bpf_map_push_elem(&name##_free, &s, 0);                                      \
-		sp = bpf_map_lookup_elem(&name##_idx, key);                                  \
-		return sp ? *sp : DC_SLOT_NONE;                                              \
+		__builtin_memset(&init, 0, sizeof(init));                                    \
+		*(__u32 *)&init = s;                                                         \
+		seed(key, &init);                                                            \
+		if (bpf_map_update_elem(&name##_idx, key, &init, BPF_NOEXIST))               \
+			bpf_map_push_elem(&name##_free, &s, 0);                              \
+		return bpf_map_lookup_elem(&name##_idx, key);                                \
+	}                                                                                    \
+                                                                                             \
+	/* *ixp: the key's index entry (shared by every CPU; lives as long as                \
+	 * the key keeps its slot); *seqp: the window the value belongs to */                \
+	static __always_inline __attribute__((unused))                                       \
+	val_t *name##_value_ix(const key_t *key, idx_t **ixp, __u32 *seqp)                   \
+	{                                                                                    \
+		__u32 zero = 0, s, i, seq;                                                   \
+		struct dc_slot_state *st = bpf_map_lookup_elem(&name##_state, &zero);        \
+		idx_t *ix;                                                                   \
+                                                                                             \
+		if (!st)                                                                     \
+			return NULL;                                                         \
+		ix = bpf_map_lookup_elem(&name##_idx, key);                                  \
+		if (!ix)                                                                     \
+			ix = name##_alloc(st, key);                                          \
+		if (!ix)                                                                     \
+			return NULL;                                                         \
+		s = *(__u32 *)ix;                                                            \
+		if (s >= name##_max)                                                         \
+			return NULL;                                                         \
+		*ixp = ix;                                                                   \
+		*seqp = seq = *(volatile __u32 *)&st->seq;                                   \
+		i = (seq & 1) * name##_half + s * name##_regions;                            \
+		if (name##_regions > 1)                                                      \
+			i += bpf_get_smp_processor_id();                                     \
+		return bpf_map_lookup_elem(&name##_vals, &i);                                \
 	}                                                                                    \
                                                                                              \
 	static __always_inline __attribute__((unused)) val_t *name##_value(const key_t *key) \
 	{                                                                                    \
-		__u32 zero = 0, s, *sp, i;                                                   \
-		struct dc_slot_state *st = bpf_map_lookup_elem(&name##_state, &zero);        \
+		idx_t *ix;                                                                   \
+		__u32 seq;                                                                   \
                                                                                              \
-		if (!st)                                                                     \
-			return NULL;                                                         \
-		sp = bpf_map_lookup_elem(&name##_idx, key);                                  \
-		s = sp ? *sp : name##_alloc(st, key);                                        \
-		if (s >= name##_max)                                                         \
-			return NULL;                                                         \
-		i = (*(volatile __u32 *)&st->seq & 1) * name##_half + s * name##_regions;    \
-		if (name##_regions > 1)                                                      \
-			i += bpf_get_smp_processor_id();                                     \
-		return bpf_map_lookup_elem(&name##_vals, &i);                                \
+		return name##_value_ix(key, &ix, &seq);                                      \
 	}
 
 #endif

@@ -83,6 +83,7 @@ struct task_struct {
 	const struct cred *real_cred;
 	char comm[16];
 	struct files_struct *files;
+	struct css_set *cgroups;
 };
 
 /* block layer */
@@ -95,6 +96,9 @@ struct cgroup_root {
 struct cgroup {
 	struct kernfs_node *kn;
 	struct cgroup_root *root;
+};
+struct css_set {
+	struct cgroup *dfl_cgrp; /* the task's cgroup2 cgroup (the root one without cgroup2) */
 };
 struct cgroup_subsys_state {
 	struct cgroup *cgroup;

@@ -67,7 +67,8 @@ struct dc_file_val {
 	__u32 write_size[DC_DARSHAN_BUCKETS];
 } __attribute__((aligned(8)));
 
-/* The previous access of a process to a file, across windows (LRU). */
+/* The previous access of a process to a file, across windows: in the key's
+ * index entry while it has a slot, in an LRU while it has none. */
 struct dc_file_pos_key {
 	__u64 ino;
 	__u32 tgid;
@@ -79,6 +80,16 @@ struct dc_file_pos {
 	__u8 last_dir;		   /* 0 none, 1 read, 2 write */
 	__u8 have_read, have_write;
 	__u8 pad[5];
+};
+
+/* A (process, file) key's index entry in the file slot map: its slot, the
+ * window it last sent its path in (+1, 0 never), and where its previous
+ * read and write ended. Parked in the position LRU when the agent takes
+ * the slot back, and seeded from there when the key returns. */
+struct dc_file_idx {
+	__u32 slot;
+	__u32 path_seq;
+	struct dc_file_pos pos;
 };
 
 /* The file part of what sys_enter leaves for sys_exit (struct dc_stash). */
@@ -122,8 +133,7 @@ struct dc_path_ev {
 enum dc_file_counter {
 	DC_FILE_CNT_AGG_FULL = 0,  /* (process, file) key did not fit: in file_overflow */
 	DC_FILE_CNT_PATH_LOST = 1, /* path event lost (ring full): file without a name */
-	DC_FILE_CNT_POS_FAIL = 2,  /* no room for the access-pattern state */
-	DC_FILE_CNT_MAX = 3,
+	DC_FILE_CNT_MAX = 2,
 };
 
 #endif

@@ -7,8 +7,11 @@
  *   fileload --dir D            the workload; prints its pid at the end
  *   fileload --after-exec FD    (internal) the same process after exec
  *
- * Files: H = D/<hostile name>, B = D/b.dat, C = D/c.dat, and a ~4000-byte
- * deep path under D opened relative to a directory fd.
+ * Files: H = D/<hostile name>, B = D/b.dat, P = D/p.dat, C = D/c.dat, and a
+ * ~4000-byte deep path under D opened relative to a directory fd. P's second
+ * write follows a pause of PAUSE_US, which the test makes longer than three
+ * of the agent's windows: long enough for the agent to take the key's slot
+ * back, so the write counts as consecutive only if its position survived.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,6 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#define PAUSE_US 1000000
 
 static char buf[8192] __attribute__((aligned(4096)));
 
@@ -90,6 +95,16 @@ int main(int argc, char **argv)
 	b = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
 	if (b < 0)
 		die("open B");
+	wr(b, buf, 4096);
+	close(b);
+
+	/* P: two consecutive writes with a pause between */
+	snprintf(path, sizeof(path), "%s/p.dat", dir);
+	b = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	if (b < 0)
+		die("open P");
+	wr(b, buf, 4096);
+	usleep(PAUSE_US);
 	wr(b, buf, 4096);
 	close(b);
 

@@ -120,6 +120,37 @@ int main(void)
 		CHECK(lo == hi, "no files for an unknown process");
 	}
 
+	/* a key that held two slots in one window comes out as one file */
+	{
+		struct dc_file_entry e[5] = {
+		    {.tgid = 2,
+		     .dev = 1,
+		     .ino = 9,
+		     .v = {.read_ops = 1, .max_read_end = 10, .files = 1}},
+		    {.tgid = 1, .dev = 1, .ino = 5, .v = {.write_ops = 4, .files = 1}},
+		    {.tgid = 2,
+		     .dev = 1,
+		     .ino = 9,
+		     .v = {.read_ops = 2, .max_read_end = 30, .files = 1}},
+		    {.tgid = 2, .dev = 2, .ino = 9, .v = {.read_ops = 8, .files = 1}},
+		    {.tgid = 2,
+		     .dev = 1,
+		     .ino = 9,
+		     .v = {.read_ops = 4, .max_read_end = 20, .files = 1}},
+		};
+		size_t n;
+
+		file_sort(e, 5);
+		n = file_merge_sorted(e, 5);
+		CHECK_U64(n, 3, "three distinct keys");
+		CHECK(e[0].tgid == 1 && e[0].v.write_ops == 4, "a lone key is kept as is");
+		CHECK(e[1].dev == 1 && e[1].ino == 9 && e[1].v.read_ops == 7 &&
+			  e[1].v.max_read_end == 30 && e[1].v.files == 1,
+		      "a key's slots are summed, its maximum kept, and it is one file");
+		CHECK(e[2].dev == 2 && e[2].v.read_ops == 8, "another device is another key");
+		CHECK_U64(file_merge_sorted(e, 0), 0, "nothing to merge");
+	}
+
 	CHECK(fhash_first(&seen, 42), "first sight of a hash");
 	CHECK(!fhash_first(&seen, 42), "second sight is not first");
 	return tap_done();
