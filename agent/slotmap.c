@@ -168,10 +168,11 @@ int slotmap_install(struct slotmap *m)
 	m->st = map_mem(m->state, m->state_len);
 	m->meta = calloc(m->max, 1);
 	m->pending = calloc(m->max, sizeof(*m->pending));
+	m->aging = calloc(m->max, sizeof(*m->aging));
 	m->touched_vals = calloc(m->regions, sizeof(*m->touched_vals));
 	if (!m->keys_mem || !m->st || slotmap_reach(m, 64) < 0)
 		return -errno;
-	if (!m->meta || !m->pending || !m->touched_vals)
+	if (!m->meta || !m->pending || !m->aging || !m->touched_vals)
 		return -ENOMEM;
 	return bpf_map_update_elem(bpf_map__fd(m->barrier), &zero, &m->barrier_inner_fd, BPF_ANY)
 		   ? -errno
@@ -232,7 +233,7 @@ int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned lo
 	uint32_t seq = __atomic_load_n(&m->st->seq, __ATOMIC_RELAXED), half = seq & 1, zero = 0;
 	size_t vs = stride(m->vsz);
 	unsigned long long t0 = now_us();
-	unsigned hi, held = m->n_pending;
+	unsigned hi, held = m->n_aging;
 	int fq = bpf_map__fd(m->freeq), r = 0;
 
 	__atomic_store_n(&m->st->seq, seq + 1, __ATOMIC_SEQ_CST);
@@ -271,17 +272,30 @@ int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned lo
 		/* a slot handed out from the free queue shows up here first */
 		m->meta[s] = META(state == SLOT_FREE ? SLOT_LIVE : state, 0);
 	}
-	/* held back at the last close: after this close's grace period and
-	 * drain, no program can reach them and nothing of theirs is unread */
+	/* out of the index two closes ago, hints made stale at the last one:
+	 * after this close's grace period and drain, no program can reach them
+	 * and nothing of theirs is unread */
 	for (unsigned i = 0; i < held; i++) {
-		__u32 s = m->pending[i];
+		__u32 s = m->aging[i];
 
 		if (!bpf_map_update_elem(fq, NULL, &s, BPF_ANY))
 			m->meta[s] = META(SLOT_FREE, 0);
 		else
 			m->meta[s] = META(SLOT_LIVE, 0); /* not returned: tried again later */
 	}
-	m->n_pending = 0;
+	m->n_aging = 0;
+	/* out of the index at the last close and past this close's grace
+	 * period: no program finds them there any more, so no hint taken from
+	 * now on names them; raising gen retires the hints taken before */
+	if (m->n_pending) {
+		uint32_t *t = m->aging;
+
+		__atomic_fetch_add(&m->st->gen, 1, __ATOMIC_SEQ_CST);
+		m->aging = m->pending;
+		m->n_aging = m->n_pending;
+		m->pending = t;
+		m->n_pending = 0;
+	}
 	reclaim(m, hi);
 	return r;
 }
@@ -309,6 +323,7 @@ void slotmap_close(struct slotmap *m)
 		close(m->barrier_inner_fd);
 	free(m->meta);
 	free(m->pending);
+	free(m->aging);
 	free(m->touched_vals);
 	*m = (struct slotmap){.barrier_inner_fd = -1};
 }

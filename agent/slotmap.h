@@ -18,12 +18,14 @@
  *
  * Slots are given back by idleness: a slot with nothing in two consecutive
  * drains (both halves) has its key deleted from the index and is held
- * back; at the next window close, after that close's grace period, no
- * program can still hold the slot from its old lookup, and once that
- * drain has read whatever such a program added, the slot goes to the
- * kernel's free queue. A key that comes back in between gets a new slot;
- * for that window both slots carry it, and the caller merges the two
- * (featvec_merge()).
+ * back. At the next window close, after that close's grace period, no
+ * program can find the key in the index any more: the map's gen is raised,
+ * which retires the slot hints programs took before (struct dc_slot_hint).
+ * At the close after that, past another grace period, no program can still
+ * hold the slot from an old lookup or hint, and once that drain has read
+ * whatever such a program added, the slot goes to the kernel's free queue.
+ * A key that comes back in between gets a new slot; for that window both
+ * slots carry it, and the caller merges the two (featvec_merge()).
  */
 struct slotmap {
 	struct bpf_map *idx, *keys, *vals, *freeq, *state, *barrier;
@@ -35,9 +37,11 @@ struct slotmap {
 	size_t keys_len, vals_len, state_len;
 	unsigned vals_slots; /* slots the values mapping covers (a prefix) */
 	struct dc_slot_state *st;
-	uint8_t *meta; /* per slot: state and windows idle (agent/slotmap.c) */
-	uint32_t *pending;
+	uint8_t *meta;	   /* per slot: state and windows idle (agent/slotmap.c) */
+	uint32_t *pending; /* out of the index at the last close */
 	unsigned n_pending;
+	uint32_t *aging; /* and hints retired since: free after this close's wait */
+	unsigned n_aging;
 	const void **touched_vals; /* one pointer per region, for the drain callback */
 	bool (*touched)(const void *value);
 	/* since the start: slots given back, and keys found in two slots */

@@ -139,6 +139,41 @@
 		return bpf_map_lookup_elem(&name##_vals, &i);                                \
 	}                                                                                    \
                                                                                              \
+	/* The same through a hint (struct dc_slot_hint): a valid one skips the              \
+	 * index lookup, an invalid one is refreshed from it. gen is read before             \
+	 * the lookup, so a slot found just before its key was deleted is                    \
+	 * remembered under a gen the agent has raised since. */                             \
+	static __always_inline __attribute__((unused))                                       \
+	val_t *name##_value_hint(const key_t *key, __u32 tag, struct dc_slot_hint *h)        \
+	{                                                                                    \
+		__u32 zero = 0, s, i, gen;                                                   \
+		struct dc_slot_state *st = bpf_map_lookup_elem(&name##_state, &zero);        \
+		idx_t *ix;                                                                   \
+                                                                                             \
+		if (!st)                                                                     \
+			return NULL;                                                         \
+		gen = *(volatile __u32 *)&st->gen;                                           \
+		if (h->tag == tag && h->gen == gen) {                                        \
+			s = h->slot;                                                         \
+		} else {                                                                     \
+			ix = bpf_map_lookup_elem(&name##_idx, key);                          \
+			if (!ix)                                                             \
+				ix = name##_alloc(st, key);                                  \
+			if (!ix)                                                             \
+				return NULL;                                                 \
+			s = *(__u32 *)ix;                                                    \
+			h->gen = gen;                                                        \
+			h->slot = s;                                                         \
+			h->tag = tag;                                                        \
+		}                                                                            \
+		if (s >= name##_max)                                                         \
+			return NULL;                                                         \
+		i = (*(volatile __u32 *)&st->seq & 1) * name##_half + s * name##_regions;    \
+		if (name##_regions > 1)                                                      \
+			i += bpf_get_smp_processor_id();                                     \
+		return bpf_map_lookup_elem(&name##_vals, &i);                                \
+	}                                                                                    \
+                                                                                             \
 	static __always_inline __attribute__((unused)) val_t *name##_value(const key_t *key) \
 	{                                                                                    \
 		idx_t *ix;                                                                   \

@@ -97,15 +97,19 @@ static __always_inline struct dc_stash *stash_get(struct task_struct *task, __u3
 
 enum { STASH_NONE, STASH_TAKEN, STASH_FILTERED };
 
-/* Consumes the entry this thread left for op (the file part into *fs). */
+/* Consumes the entry this thread left for op (the file part into *fs);
+ * *keep: the stash itself where it outlives the call (task storage), for
+ * its slot hints. */
 static __always_inline int stash_take(struct task_struct *task, __u32 tid, __u32 op, __u64 *ts,
 				      __u64 *size, struct dc_file_stash *fs, __u32 *tr_seq,
-				      struct stk_call *sc)
+				      struct stk_call *sc, struct dc_stash **keep)
 {
 	struct dc_stash *st = stash_get(task, tid, false);
 
 	if (!st || st->op != op)
 		return STASH_NONE;
+	if (use_task_storage)
+		*keep = st;
 	if (st->filtered) {
 		if (use_task_storage)
 			st->filtered = 0;
@@ -232,6 +236,7 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 	struct stk_call sc = {};
 	__u32 tr_seq = 0;
 	struct dc_agg_val *v;
+	struct dc_stash *hs = NULL;
 	__u64 ts, size, lat, bytes = 0;
 	bool sized = false;
 
@@ -242,8 +247,8 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 	tgid = task->tgid;
 	if (tgid == agent_tgid)
 		return;
-	switch (
-	    stash_take(task, use_task_storage ? 0 : task->pid, op, &ts, &size, &fs, &tr_seq, &sc)) {
+	switch (stash_take(task, use_task_storage ? 0 : task->pid, op, &ts, &size, &fs, &tr_seq,
+			   &sc, &hs)) {
 	case STASH_FILTERED:
 		return;
 	case STASH_NONE:
@@ -263,7 +268,16 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 
 	key.tgid = tgid;
 	key.op = op;
-	v = agg_value(&key);
+	if (hs) {
+		/* a thread's keys differ only by op while its cgroup stays */
+		if (hs->hint_cg != key.cgroup_id) {
+			__builtin_memset(hs->hints, 0, sizeof(hs->hints));
+			hs->hint_cg = key.cgroup_id;
+		}
+		v = agg_value_hint(&key, op, &hs->hints[op & (DC_STASH_HINTS - 1)]);
+	} else {
+		v = agg_value(&key);
+	}
 	/* the first call of this process and op in this window (on this CPU):
 	 * refresh what the records say about the process */
 	if (v && !v->time_ns && !v->lat_hist[0])

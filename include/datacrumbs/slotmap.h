@@ -31,6 +31,24 @@
 struct dc_slot_state {
 	__u32 seq; /* window number: bit 0 is the half of the values being filled */
 	__u32 hi;  /* slots handed out from the never-used range so far (may pass max) */
+	/* Raised by the agent once keys it deleted from the index are past a
+	 * grace period: a hint taken under an older gen may name a slot whose
+	 * key is gone (agent/slotmap.c, "Hints"). */
+	__u32 gen;
+	__u32 pad;
+};
+
+/*
+ * A program's memory of where a key lives, kept where the program keeps
+ * per-thread state anyway (the system-call stash in task storage): valid
+ * while gen is the map's and tag is the caller's. The caller guarantees that
+ * a (thread, tag) pair names one key as long as its hints are kept: it
+ * clears them when anything else in the key changes (the cgroup).
+ */
+struct dc_slot_hint {
+	__u32 gen;
+	__u32 slot;
+	__u32 tag; /* 0: empty */
 };
 
 #define DC_SLOT_NONE 0xFFFFFFFFu

@@ -18,6 +18,7 @@
 
 #include "datacrumbs/ops.h"
 #include "datacrumbs/file.h"
+#include "datacrumbs/slotmap.h"
 
 #define DC_SYSCALL_ABI \
 	4 /* 2: dc_proc gained uid and exe; 3: DC_CNT_FILTERED; 4: dc_stash stack fields */
@@ -62,6 +63,9 @@ struct dc_agg_val {
 	__u32 pad;
 } __attribute__((aligned(8)));
 
+/* Slot hints per thread: the common loops mix a handful of ops. */
+#define DC_STASH_HINTS 8
+
 /* What sys_enter leaves for sys_exit, one per thread. */
 struct dc_stash {
 	__u64 ts;   /* bpf_ktime_get_ns() at entry; 0 = consumed */
@@ -75,6 +79,11 @@ struct dc_stash {
 	__u32 kseq;		/* stacks: generation kstack was captured in */
 	__u32 stk_flags;	/* stacks: DC_STK_MARK (kept at exit), DC_STK_WATCH (capture) */
 	__u32 pad2;
+	/* where this thread's (cgroup, process, op) keys live in the agg slot
+	 * map, by op modulo DC_STASH_HINTS: the exit of a call whose hint holds
+	 * skips the index lookup. All are for the cgroup hint_cg. */
+	__u64 hint_cg;
+	struct dc_slot_hint hints[DC_STASH_HINTS];
 };
 
 /* Process identity captured in the kernel when a process first shows up in a

@@ -149,6 +149,37 @@ def scenario_reclaim(agent_bin, wl_bin):
     c.done()
 
 
+def scenario_stale_hint(agent_bin, wl_bin):
+    """A thread's slot hint (struct dc_slot_hint) must not outlive its key:
+    a process writes, pauses until its slots are given back and handed to
+    another process's keys, then writes again with the same op. Its second
+    half must land in a new slot of its own, not in the other process's."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-wl-")
+    interval = 0.15
+    a = Agent(agent_bin, 'interval = %g;\nmaps = { max_keys = 16; };\n'
+              'filter = { include_comms = ["dchint"]; };\n' % interval)
+    # idle for two drains, out of the index, hints retired, freed: about
+    # five closes; the second process takes the freed slots at 1.5 s
+    first = dict(iters=400, threads=1, size=999, pause_ms=3000, pause_mid_writes=1, dir=tmp)
+    second = dict(iters=300, threads=1, size=555, dir=tmp)
+    w1 = run_workload(wl_bin, comm="dchint", **first)
+    time.sleep(1.5)
+    pid2 = workload_pid(run_workload(wl_bin, comm="dchint", **second))
+    pid1 = workload_pid(w1)
+    c.eq(a.stop(), 0, "agent exits 0")
+    recs = a.records()
+    check_schema(c, recs)
+    agents = [r for r in recs if r["type"] == "agent"]
+    c.check(max(r["maps"]["slots_reclaimed"] for r in agents) >= 2,
+            "the first process's slots were given back during its pause (%d reclaimed)"
+            % max(r["maps"]["slots_reclaimed"] for r in agents))
+    c.eq(sum(r["drops"]["agg_map_full"] for r in agents), 0, "no map-full")
+    check_exact(c, recs, pid1, first, "the process that paused mid-writes")
+    check_exact(c, recs, pid2, second, "the process that took its slots")
+    c.done()
+
+
 def scenario_many_keys(agent_bin, wl_bin):
     """Hundreds of keys in one window: the agent maps its slot map's values
     as slots are handed out (64 first, then doubling); every key's counts
@@ -345,8 +376,21 @@ def scenario_pagecache(agent_bin, wl_bin, mechanism="auto"):
         c.check(size - (64 << 10) <= cold["read_miss_bytes_est"] <= size,
                 "cold read: estimated from the device, %d of %d bytes (metadata slack 64 KiB)"
                 % (cold["read_miss_bytes_est"], size))
-        c.eq(warm["added_pages"], 0, "warm read adds nothing")
-        c.eq(warm["read_hit_bytes_est"], size, "warm read: all of it from memory")
+        # the kernel may reclaim clean pages between the phases even with
+        # memory to spare (seen here: 3743 pages by a kernel thread, the
+        # agent's page_cache.kernel): the warm read may bring back no more
+        # than what was evicted meanwhile, and is exact when nothing was
+        lo, hi = reads[0]["last"], reads[1]["last"]
+        evicted = sum(r["page_cache"][who]["removed_pages"] for r in recs
+                      if r["type"] == "agent" and lo <= r["window"] <= hi
+                      for who in ("kernel", "unattributed"))
+        back = min(evicted, pages)
+        c.check(warm["added_pages"] <= back,
+                "warm read adds only what the kernel evicted between the phases: "
+                "%d pages, %d evicted" % (warm["added_pages"], evicted))
+        c.check(size - back * cold["page_size"] <= warm["read_hit_bytes_est"] <= size,
+                "warm read: all of it from memory but the evicted pages: %d of %d bytes"
+                % (warm["read_hit_bytes_est"], size))
     dirtied = sum(r["page_cache"]["dirtied_pages"] for r in mine) * 4096
     if mechanism == "tracepoint":
         # that tracepoint carries no folio size: one page per folio, fewer
@@ -811,6 +855,7 @@ def main():
     if scenario == "filters":
         return scenario_filters(agent_bin, wl_bin)
     {"exact": scenario_exact, "overflow": scenario_overflow, "reclaim": scenario_reclaim,
+     "stale-hint": scenario_stale_hint,
      "many-keys": scenario_many_keys,
      "sigterm": scenario_sigterm,
      "duration": scenario_sigint_duration}[scenario](agent_bin, wl_bin)

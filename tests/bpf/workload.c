@@ -7,7 +7,8 @@
  * prints the child's pid once the child is done. Per thread, with N = --iters:
  *   openat   1 ok (O_CREAT) + --bad-opens failing (ENOENT)
  *   pwrite64 N x --size bytes            (phase 1)
- *   [--pause-ms sleep: lets windows close mid-workload]
+ *   [--pause-ms sleep: lets windows close mid-workload; with
+ *    --pause-mid-writes 1 it falls after the first N/2 pwrites instead]
  *   pread64  N x --size bytes            (phase 2)
  *   writev   N x (1000 + 24) bytes       (phase 3, at EOF)
  *   fsync    --fsyncs
@@ -47,6 +48,7 @@
 #include <unistd.h>
 
 static int iters = 100, nthreads = 1, bad_opens = 3, bad_reads = 2, fsyncs = 1, pause_ms;
+static int pause_mid_writes;
 static size_t size = 4096;
 static const char *dir = "/tmp";
 static const char *comm;
@@ -243,10 +245,13 @@ static void *worker(void *arg)
 	for (int i = 0; i < bad_opens; i++)
 		if (openat(AT_FDCWD, "/nonexistent/datacrumbs/x", O_RDONLY) >= 0)
 			_exit(11);
-	for (int i = 0; i < iters; i++)
+	for (int i = 0; i < iters; i++) {
+		if (pause_ms && pause_mid_writes && i == iters / 2)
+			nanosleep(&ts, NULL);
 		if (pwrite(fd, buf, size, (off_t)i * (off_t)size) != (ssize_t)size)
 			_exit(12);
-	if (pause_ms)
+	}
+	if (pause_ms && !pause_mid_writes)
 		nanosleep(&ts, NULL);
 	for (int i = 0; i < iters; i++)
 		if (pread(fd, buf, size, (off_t)i * (off_t)size) != (ssize_t)size)
@@ -288,6 +293,8 @@ int main(int argc, char **argv)
 			fsyncs = atoi(v);
 		else if (!strcmp(k, "--pause-ms"))
 			pause_ms = atoi(v);
+		else if (!strcmp(k, "--pause-mid-writes"))
+			pause_mid_writes = atoi(v);
 		else if (!strcmp(k, "--dir"))
 			dir = v;
 		else if (!strcmp(k, "--comm"))
