@@ -18,6 +18,8 @@ alternating the order every round, and reports medians:
             (self.bpf_stats = false): agent minus this is the self-measurement
   agent-stats-always  the default with the statistics on all the time
             (self.bpf_stats_duty = 1), as before they were sampled
+  agent@PATH  the agent binary at PATH, default configuration: an A/B of
+            two builds in one run (e.g. agent,agent@/tmp/datacrumbs-old)
   bpftrace  bpftrace doing the minimal aggregation
 plus the agent's own CPU and RSS while the loop runs.
 
@@ -66,7 +68,7 @@ AGENT_CONFIGS = {
 }
 
 
-def start_agent(build, tmp, extra=""):
+def start_agent(build, tmp, extra="", binary=None):
     sock_path = os.path.join(tmp, "notify")
     if os.path.exists(sock_path):
         os.unlink(sock_path)
@@ -78,7 +80,7 @@ def start_agent(build, tmp, extra=""):
         # measured as configured: the CPU budget would change it mid-run
         f.write("interval = 1.0;\nbudget = { cpu = 0.0; };\n" + extra)
     env = dict(os.environ, NOTIFY_SOCKET=sock_path)
-    p = subprocess.Popen([os.path.join(build, "agent/datacrumbs"), "-c", conf, "-o", out],
+    p = subprocess.Popen([binary or os.path.join(build, "agent/datacrumbs"), "-c", conf, "-o", out],
                          env=env, stderr=subprocess.DEVNULL)
     s.settimeout(30)
     while "READY=1" not in s.recv(4096).decode().split("\n"):
@@ -148,6 +150,8 @@ def start_tracer(c, build, tmp):
         return start_line_ready([os.path.join(build, "bench/baseline"), c])[0]
     if c in AGENT_CONFIGS:
         return start_agent(build, tmp, AGENT_CONFIGS[c])[0]
+    if c.startswith("agent@"):
+        return start_agent(build, tmp, binary=c[6:])[0]
     if c == "bpftrace":
         return start_line_ready(["bpftrace", "-e", BPFTRACE])[0]
     return None
@@ -188,6 +192,8 @@ def main():
                 p, _ = start_line_ready([os.path.join(a.build, "bench/baseline"), c])
             elif c in AGENT_CONFIGS:
                 p, out = start_agent(a.build, tmp, AGENT_CONFIGS[c])
+            elif c.startswith("agent@"):
+                p, out = start_agent(a.build, tmp, binary=c[6:])
             elif c == "bpftrace":
                 p, _ = start_line_ready(["bpftrace", "-e", BPFTRACE])
             ns, secs = run_loop(a.build, f, a.ops)
