@@ -514,6 +514,10 @@ def main():
                     help="seconds to wait in all for other people's tracing programs to unload "
                          "(default 60, quick 0); once spent, samples are not retaken")
     ap.add_argument("--json", help="write the results here too")
+    ap.add_argument("--ext4-dir", default="/var/tmp",
+                    help="where the ext4 image lives (default /var/tmp, on the disk; "
+                         "/dev/shm puts the device in memory: no disk noise, and the "
+                         "largest relative cost a 1 MiB call can show)")
     ap.add_argument("--attach-only", action="store_true",
                     help="only the attach section (no workloads), once per --library-mechanism")
     ap.add_argument("--library-mechanism", default="auto",
@@ -570,8 +574,10 @@ def main():
                 spec["bcc"] = ("cmd", cmd, env)
             else:
                 not_run["bcc"] = env
-        fs = lb.Ext4(max(2 * sz["mib"], 4 * sz["mix_mib"]), "/var/tmp",
+        fs = lb.Ext4(max(2 * sz["mib"], 4 * sz["mix_mib"]), a.ext4_dir,
                      inodes=sz["files"] + 2 * sz["mix_files"] + 1024)
+        print("ext4: image in %s, loop device %s (direct I/O %s)"
+              % (a.ext4_dir, fs.loop, "on" if fs.dio else "off"), flush=True)
 
         def start(c):
             kind = spec.get(c, ("none",))
