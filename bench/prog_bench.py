@@ -20,38 +20,19 @@ env: OPS (calls of the loop per run, default 1000000), ROUNDS (default 3)
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import syscall_bench as sb  # noqa: E402  (the agent started as syscall_bench does)
 
 
 def progs():
     out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True,
                          check=True).stdout
     return {p["id"]: p for p in json.loads(out)}
-
-
-def start_agent(binary, extra, tmp):
-    sock_path = os.path.join(tmp, "notify")
-    if os.path.exists(sock_path):
-        os.unlink(sock_path)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    s.bind(sock_path)
-    conf = os.path.join(tmp, "c.conf")
-    with open(conf, "w") as f:
-        # as configured for the whole run (no budget steps), and no sampled
-        # statistics of the agent's own: they are on globally here
-        f.write("interval = 1.0;\nbudget = { cpu = 0.0; };\nself = { bpf_stats = false; };\n"
-                + extra)
-    p = subprocess.Popen([binary, "-c", conf, "-o", os.path.join(tmp, "out.jsonl")],
-                         env=dict(os.environ, NOTIFY_SOCKET=sock_path), stderr=subprocess.DEVNULL)
-    s.settimeout(30)
-    while "READY=1" not in s.recv(4096).decode().split("\n"):
-        pass
-    s.close()
-    return p
 
 
 def start(build, spec, tmp):
@@ -65,7 +46,10 @@ def start(build, spec, tmp):
     binary, bar, extra = rest.partition("|")
     if not bar:
         binary, extra = os.path.join(build, "agent/datacrumbs"), rest
-    return name, start_agent(binary, extra, tmp)
+    # as configured for the whole run (no budget steps), and no sampled
+    # statistics of the agent's own: they are on globally here
+    p, _ = sb.start_agent(build, tmp, "self = { bpf_stats = false; };\n" + extra, binary)
+    return name, p
 
 
 def main():

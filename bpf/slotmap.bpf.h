@@ -112,31 +112,45 @@
 		return bpf_map_lookup_elem(&name##_idx, key);                                \
 	}                                                                                    \
                                                                                              \
+	/* the key's index entry, found or made */                                           \
+	static __always_inline __attribute__((unused))                                       \
+	idx_t *name##_find(struct dc_slot_state *st, const key_t *key)                       \
+	{                                                                                    \
+		idx_t *ix = bpf_map_lookup_elem(&name##_idx, key);                           \
+                                                                                             \
+		return ix ? ix : name##_alloc(st, key);                                      \
+	}                                                                                    \
+                                                                                             \
+	/* slot s's value in the half of window seq, on this CPU's region */                 \
+	static __always_inline __attribute__((unused)) val_t *name##_at(__u32 s, __u32 seq)  \
+	{                                                                                    \
+		__u32 i;                                                                     \
+                                                                                             \
+		if (s >= name##_max)                                                         \
+			return NULL;                                                         \
+		i = (seq & 1) * name##_half + s * name##_regions;                            \
+		if (name##_regions > 1)                                                      \
+			i += bpf_get_smp_processor_id();                                     \
+		return bpf_map_lookup_elem(&name##_vals, &i);                                \
+	}                                                                                    \
+                                                                                             \
 	/* *ixp: the key's index entry (shared by every CPU; lives as long as                \
 	 * the key keeps its slot); *seqp: the window the value belongs to */                \
 	static __always_inline __attribute__((unused))                                       \
 	val_t *name##_value_ix(const key_t *key, idx_t **ixp, __u32 *seqp)                   \
 	{                                                                                    \
-		__u32 zero = 0, s, i, seq;                                                   \
+		__u32 zero = 0;                                                              \
 		struct dc_slot_state *st = bpf_map_lookup_elem(&name##_state, &zero);        \
 		idx_t *ix;                                                                   \
                                                                                              \
 		if (!st)                                                                     \
 			return NULL;                                                         \
-		ix = bpf_map_lookup_elem(&name##_idx, key);                                  \
+		ix = name##_find(st, key);                                                   \
 		if (!ix)                                                                     \
-			ix = name##_alloc(st, key);                                          \
-		if (!ix)                                                                     \
-			return NULL;                                                         \
-		s = *(__u32 *)ix;                                                            \
-		if (s >= name##_max)                                                         \
 			return NULL;                                                         \
 		*ixp = ix;                                                                   \
-		*seqp = seq = *(volatile __u32 *)&st->seq;                                   \
-		i = (seq & 1) * name##_half + s * name##_regions;                            \
-		if (name##_regions > 1)                                                      \
-			i += bpf_get_smp_processor_id();                                     \
-		return bpf_map_lookup_elem(&name##_vals, &i);                                \
+		*seqp = *(volatile __u32 *)&st->seq;                                         \
+		return name##_at(*(__u32 *)ix, *seqp);                                       \
 	}                                                                                    \
                                                                                              \
 	/* The same through a hint (struct dc_slot_hint): a valid one skips the              \
@@ -146,32 +160,22 @@
 	static __always_inline __attribute__((unused))                                       \
 	val_t *name##_value_hint(const key_t *key, __u32 tag, struct dc_slot_hint *h)        \
 	{                                                                                    \
-		__u32 zero = 0, s, i, gen;                                                   \
+		__u32 zero = 0, gen;                                                         \
 		struct dc_slot_state *st = bpf_map_lookup_elem(&name##_state, &zero);        \
 		idx_t *ix;                                                                   \
                                                                                              \
 		if (!st)                                                                     \
 			return NULL;                                                         \
 		gen = *(volatile __u32 *)&st->gen;                                           \
-		if (h->tag == tag && h->gen == gen) {                                        \
-			s = h->slot;                                                         \
-		} else {                                                                     \
-			ix = bpf_map_lookup_elem(&name##_idx, key);                          \
-			if (!ix)                                                             \
-				ix = name##_alloc(st, key);                                  \
+		if (h->tag != tag || h->gen != gen) {                                        \
+			ix = name##_find(st, key);                                           \
 			if (!ix)                                                             \
 				return NULL;                                                 \
-			s = *(__u32 *)ix;                                                    \
 			h->gen = gen;                                                        \
-			h->slot = s;                                                         \
+			h->slot = *(__u32 *)ix;                                              \
 			h->tag = tag;                                                        \
 		}                                                                            \
-		if (s >= name##_max)                                                         \
-			return NULL;                                                         \
-		i = (*(volatile __u32 *)&st->seq & 1) * name##_half + s * name##_regions;    \
-		if (name##_regions > 1)                                                      \
-			i += bpf_get_smp_processor_id();                                     \
-		return bpf_map_lookup_elem(&name##_vals, &i);                                \
+		return name##_at(h->slot, *(volatile __u32 *)&st->seq);                      \
 	}                                                                                    \
                                                                                              \
 	static __always_inline __attribute__((unused)) val_t *name##_value(const key_t *key) \
