@@ -36,6 +36,19 @@ static void wr(int fd, const char *p, size_t n)
 		die("write");
 }
 
+/* dir/name, created empty */
+static int create(const char *dir, const char *name, int flags)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_CREAT | O_TRUNC | flags, 0644);
+	if (fd < 0)
+		die(path);
+	return fd;
+}
+
 static void prd(int fd, size_t n, off_t off)
 {
 	if (pread(fd, buf, n, off) != (ssize_t)n)
@@ -45,7 +58,7 @@ static void prd(int fd, size_t n, off_t off)
 int main(int argc, char **argv)
 {
 	const char *dir = NULL;
-	char path[4096], self[4096], fdarg[16];
+	char self[4096], fdarg[16];
 	int fd, d, d2, b, c, dfd;
 	ssize_t n;
 
@@ -65,10 +78,7 @@ int main(int argc, char **argv)
 	}
 
 	/* H: 10 + 5 + 1 sequential writes through the fd and a dup */
-	snprintf(path, sizeof(path), "%s/h\"q\nnl\xffx.dat", dir);
-	fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0644);
-	if (fd < 0)
-		die("open H");
+	fd = create(dir, "h\"q\nnl\xffx.dat", O_RDWR);
 	for (int i = 0; i < 10; i++)
 		wr(fd, buf, 4096);
 	d = dup(fd);
@@ -91,18 +101,12 @@ int main(int argc, char **argv)
 	close(50);
 
 	/* B reuses the lowest free descriptor number, which was H's */
-	snprintf(path, sizeof(path), "%s/b.dat", dir);
-	b = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
-	if (b < 0)
-		die("open B");
+	b = create(dir, "b.dat", O_WRONLY);
 	wr(b, buf, 4096);
 	close(b);
 
 	/* P: two consecutive writes with a pause between */
-	snprintf(path, sizeof(path), "%s/p.dat", dir);
-	b = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
-	if (b < 0)
-		die("open P");
+	b = create(dir, "p.dat", O_WRONLY);
 	wr(b, buf, 4096);
 	usleep(PAUSE_US);
 	wr(b, buf, 4096);
@@ -132,10 +136,7 @@ int main(int argc, char **argv)
 	close(dfd);
 
 	/* C: opened here, written after exec */
-	snprintf(path, sizeof(path), "%s/c.dat", dir);
-	c = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
-	if (c < 0)
-		die("open C");
+	c = create(dir, "c.dat", O_WRONLY);
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n < 0)
 		die("readlink");
