@@ -20,7 +20,7 @@
 struct probe_file {
 	struct ring_buffer *ring;
 	struct bpf_map *overflow, *counters;
-	int ncpus, pos_fd;
+	int ncpus, pos_fd, aux_fd;
 	bool percpu;
 	struct slotmap agg;
 	uint64_t max_keys, max_positions, ring_bytes;
@@ -168,12 +168,13 @@ static void park_position(void *ctx, const void *key, int idx_fd)
 	struct probe_file *p = ctx;
 	const struct dc_file_key *k = key;
 	struct dc_file_pos_key pk = {.ino = k->ino, .tgid = k->tgid, .dev = k->dev};
-	struct dc_file_idx ix;
+	struct dc_file_aux aux;
+	__u32 slot;
 
-	if (bpf_map_lookup_elem(idx_fd, key, &ix))
+	if (bpf_map_lookup_elem(idx_fd, key, &slot) || bpf_map_lookup_elem(p->aux_fd, &slot, &aux))
 		return;
-	if (ix.pos.have_read || ix.pos.have_write)
-		(void)bpf_map_update_elem(p->pos_fd, &pk, &ix.pos, BPF_ANY);
+	if (aux.pos.have_read || aux.pos.have_write)
+		(void)bpf_map_update_elem(p->pos_fd, &pk, &aux.pos, BPF_ANY);
 }
 
 int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool percpu, bool plain,
@@ -185,6 +186,7 @@ int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool perc
 	skel->rodata->files_on = true;
 	fill_kinds((uint8_t *)skel->rodata->nr_kind);
 	bpf_map__set_max_entries(skel->maps.file_pos, (__u32)p->max_positions);
+	bpf_map__set_max_entries(skel->maps.file_aux, (__u32)p->max_keys);
 	bpf_map__set_max_entries(skel->maps.paths, (__u32)p->ring_bytes);
 	p->overflow = skel->maps.file_overflow;
 	p->counters = skel->maps.file_counters;
@@ -219,6 +221,7 @@ void probe_file_disable(struct syscall_bpf *skel)
 	bpf_map__set_autocreate(skel->maps.file_overflow, false);
 	bpf_map__set_autocreate(skel->maps.file_counters, false);
 	bpf_map__set_autocreate(skel->maps.file_pos, false);
+	bpf_map__set_autocreate(skel->maps.file_aux, false);
 	bpf_map__set_autocreate(skel->maps.paths, false);
 	bpf_map__set_autocreate(skel->maps.path_scratch, false);
 	bpf_map__set_autocreate(skel->maps.chunk_scratch, false);
@@ -227,6 +230,7 @@ void probe_file_disable(struct syscall_bpf *skel)
 int probe_file_install(struct probe_file *p, struct syscall_bpf *skel)
 {
 	p->pos_fd = bpf_map__fd(skel->maps.file_pos);
+	p->aux_fd = bpf_map__fd(skel->maps.file_aux);
 	return slotmap_install(&p->agg);
 }
 

@@ -47,7 +47,7 @@ DC_COUNTERS(file_counters, DC_FILE_CNT_MAX);
 /* Where the previous read and write of a process on a file ended, for keys
  * the agent took the slot of (idle two windows): so that a sequential scan
  * stays sequential across any pause. A key with a slot keeps its position
- * in its index entry, read with the slot (no lookup of its own per call). */
+ * in its slot's file_aux entry (no lookup of its own per call). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536); /* sized from config before load */
@@ -55,17 +55,35 @@ struct {
 	__type(value, struct dc_file_pos);
 } file_pos SEC(".maps");
 
-static __always_inline void file_seed(const struct dc_file_key *k, struct dc_file_idx *ix)
+/* Per slot of the file slot map, for as long as a key holds the slot
+ * (struct dc_file_aux); sized like the slot map before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dc_file_aux);
+} file_aux SEC(".maps");
+
+/* A new key's slot starts from the key's parked positions, if any: the
+ * slot is not published yet, so nothing else writes its state. */
+static __always_inline void file_seed(const struct dc_file_key *k, __u32 *slot)
 {
 	struct dc_file_pos_key pk = {.ino = k->ino, .tgid = k->tgid, .dev = k->dev};
-	struct dc_file_pos *pos = bpf_map_lookup_elem(&file_pos, &pk);
+	struct dc_file_aux *aux = bpf_map_lookup_elem(&file_aux, slot);
+	struct dc_file_pos *pos;
 
+	if (!aux)
+		return;
+	aux->path_seq = 0;
+	pos = bpf_map_lookup_elem(&file_pos, &pk);
 	if (pos)
-		ix->pos = *pos;
+		aux->pos = *pos;
+	else
+		__builtin_memset(&aux->pos, 0, sizeof(aux->pos));
 }
 
 /* The per-window values, by (cgroup, process, file): bpf/slotmap.bpf.h. */
-DC_SLOT_MAP_IDX(file, struct dc_file_key, struct dc_file_val, struct dc_file_idx, file_seed);
+DC_SLOT_MAP_IDX(file, struct dc_file_key, struct dc_file_val, __u32, file_seed);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -418,12 +436,58 @@ static __always_inline void pattern(struct dc_file_val *v, struct dc_file_pos *p
 	pos->last_dir = dir;
 }
 
-/* sys_exit: fs is the stash sys_enter filled (a copy: the stash is reused). */
+/*
+ * The key's value in the window being filled and its per-slot state, both
+ * NULL when no slot is left. With the thread's file hints (task storage),
+ * a hint for this file under the map's current gen gives the slot without
+ * the index lookup (bpf/slotmap.bpf.h, name_value_hint, for the ordering).
+ */
+static __always_inline struct dc_file_val *file_value_aux(const struct dc_file_key *key,
+							  struct dc_file_hint *hints,
+							  struct dc_file_aux **auxp, __u32 *seqp)
+{
+	__u32 zero = 0, gen, s;
+	struct dc_slot_state *st = bpf_map_lookup_elem(&file_state, &zero);
+	struct dc_file_hint *h = NULL;
+	struct dc_file_val *v;
+	__u32 *ix;
+
+	if (!st)
+		return NULL;
+	gen = *(volatile __u32 *)&st->gen;
+	if (hints)
+		h = &hints[(key->ino ^ key->dev) & (DC_STASH_FILE_HINTS - 1)];
+	if (h && h->used && h->gen == gen && h->ino == key->ino && h->dev == key->dev) {
+		s = h->slot;
+	} else {
+		ix = file_find(st, key);
+		if (!ix)
+			return NULL;
+		s = *ix;
+		if (h) {
+			h->ino = key->ino;
+			h->dev = key->dev;
+			h->gen = gen;
+			h->slot = s;
+			h->used = 1;
+		}
+	}
+	*seqp = *(volatile __u32 *)&st->seq;
+	v = file_at(s, *seqp);
+	if (!v)
+		return NULL;
+	*auxp = bpf_map_lookup_elem(&file_aux, &s);
+	return *auxp ? v : NULL;
+}
+
+/* sys_exit: fs is the stash sys_enter filled (a copy: the stash is reused);
+ * hints: the thread's file hints, NULL where the stash does not persist. */
 static __always_inline void file_exit(struct dc_file_stash *fs, struct task_struct *task, long ret,
-				      __u64 lat, __u64 cgroup_id, bool direct)
+				      __u64 lat, __u64 cgroup_id, bool direct,
+				      struct dc_file_hint *hints)
 {
 	struct dc_file_key key = {};
-	struct dc_file_idx *ix = NULL;
+	struct dc_file_aux *aux = NULL;
 	struct dc_file_val *v;
 	__u32 kind = fs->kind, zero = 0, seq;
 	__u64 offset = fs->offset;
@@ -448,11 +512,11 @@ static __always_inline void file_exit(struct dc_file_stash *fs, struct task_stru
 	}
 	key.cgroup_id = cgroup_id;
 	key.tgid = task->tgid;
-	v = file_value_ix(&key, &ix, &seq);
+	v = file_value_aux(&key, hints, &aux, &seq);
 	/* the key's first call in this window: two CPUs racing here both
 	 * send, and the agent keeps one name */
-	if (v && ix->path_seq != seq + 1) {
-		ix->path_seq = seq + 1;
+	if (v && aux->path_seq != seq + 1) {
+		aux->path_seq = seq + 1;
 		send_path(f, key.dev, key.ino);
 	}
 	if (!v) {
@@ -495,8 +559,8 @@ static __always_inline void file_exit(struct dc_file_stash *fs, struct task_stru
 		__u64 sz = (__u64)ret;
 
 		/* without a slot (overflow totals), no previous offsets */
-		if (ix)
-			pattern(v, &ix->pos, rd, offset, sz);
+		if (aux)
+			pattern(v, &aux->pos, rd, offset, sz);
 		if (rd) {
 			dc_add(&v->read_bytes, sz);
 			dc_add(&v->read_size[darshan_bucket(sz)], 1);

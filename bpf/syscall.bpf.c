@@ -257,8 +257,14 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 	}
 	lat = bpf_ktime_get_ns() - ts;
 	key.cgroup_id = task_cgroup_id(task);
+	/* a thread's keys differ only by op (and file) while its cgroup stays */
+	if (hs && hs->hint_cg != key.cgroup_id) {
+		__builtin_memset(hs->hints, 0, sizeof(hs->hints));
+		__builtin_memset(hs->file_hints, 0, sizeof(hs->file_hints));
+		hs->hint_cg = key.cgroup_id;
+	}
 	if (files_on && fs.kind)
-		file_exit(&fs, task, ret, lat, key.cgroup_id, direct);
+		file_exit(&fs, task, ret, lat, key.cgroup_id, direct, hs ? hs->file_hints : NULL);
 
 	src = size_src(op);
 	if (ret >= 0 && src != DC_SZ_NONE) {
@@ -268,16 +274,10 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 
 	key.tgid = tgid;
 	key.op = op;
-	if (hs) {
-		/* a thread's keys differ only by op while its cgroup stays */
-		if (hs->hint_cg != key.cgroup_id) {
-			__builtin_memset(hs->hints, 0, sizeof(hs->hints));
-			hs->hint_cg = key.cgroup_id;
-		}
+	if (hs)
 		v = agg_value_hint(&key, op, &hs->hints[op & (DC_STASH_HINTS - 1)]);
-	} else {
+	else
 		v = agg_value(&key);
-	}
 	/* the first call of this process and op in this window (on this CPU):
 	 * refresh what the records say about the process */
 	if (v && !v->time_ns && !v->lat_hist[0])

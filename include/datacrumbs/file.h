@@ -18,7 +18,8 @@
 #include <linux/types.h>
 #endif
 
-#define DC_FILE_ABI 1
+/* 2: the slot map's per-slot state (dc_file_aux) and file hints */
+#define DC_FILE_ABI 2
 
 /* What sys_enter / sys_exit do for a syscall number: a table set before load. */
 enum dc_file_kind {
@@ -82,14 +83,25 @@ struct dc_file_pos {
 	__u8 pad[5];
 };
 
-/* A (process, file) key's index entry in the file slot map: its slot, the
- * window it last sent its path in (+1, 0 never), and where its previous
- * read and write ended. Parked in the position LRU when the agent takes
- * the slot back, and seeded from there when the key returns. */
-struct dc_file_idx {
-	__u32 slot;
+/* What a (process, file) key needs across windows, kept per slot of the
+ * file slot map (file_aux, an array: reached from a slot hint with no hash
+ * lookup): the window it last sent its path in (+1, 0 never), and where its
+ * previous read and write ended. Parked in the position LRU when the agent
+ * takes the slot back, and seeded from there when the key returns. */
+struct dc_file_aux {
 	__u32 path_seq;
+	__u32 pad;
 	struct dc_file_pos pos;
+};
+
+/* A thread's memory of where one of its files lives in the file slot map
+ * (struct dc_slot_hint, with the file's identity as the tag). */
+struct dc_file_hint {
+	__u64 ino;
+	__u32 dev;
+	__u32 gen;
+	__u32 slot;
+	__u32 used;
 };
 
 /* The file part of what sys_enter leaves for sys_exit (struct dc_stash). */

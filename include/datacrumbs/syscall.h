@@ -20,8 +20,9 @@
 #include "datacrumbs/file.h"
 #include "datacrumbs/slotmap.h"
 
-#define DC_SYSCALL_ABI \
-	4 /* 2: dc_proc gained uid and exe; 3: DC_CNT_FILTERED; 4: dc_stash stack fields */
+/* 2: dc_proc gained uid and exe; 3: DC_CNT_FILTERED; 4: dc_stash stack
+ * fields; 5: dc_stash file hints */
+#define DC_SYSCALL_ABI 5
 
 /*
  * Syscall numbers the BPF side can map to an operation. 512 covers every
@@ -64,7 +65,8 @@ struct dc_agg_val {
 } __attribute__((aligned(8)));
 
 /* Slot hints per thread: the common loops mix a handful of ops. */
-#define DC_STASH_HINTS 8
+#define DC_STASH_HINTS	    8
+#define DC_STASH_FILE_HINTS 4
 
 /* What sys_enter leaves for sys_exit, one per thread. */
 struct dc_stash {
@@ -81,9 +83,11 @@ struct dc_stash {
 	__u32 pad2;
 	/* where this thread's (cgroup, process, op) keys live in the agg slot
 	 * map, by op modulo DC_STASH_HINTS: the exit of a call whose hint holds
-	 * skips the index lookup. All are for the cgroup hint_cg. */
+	 * skips the index lookup. All hints are for the cgroup hint_cg. */
 	__u64 hint_cg;
 	struct dc_slot_hint hints[DC_STASH_HINTS];
+	/* the same for the file slot map, by (inode ^ device) modulo 4 */
+	struct dc_file_hint file_hints[DC_STASH_FILE_HINTS];
 };
 
 /* Process identity captured in the kernel when a process first shows up in a
