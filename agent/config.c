@@ -42,10 +42,11 @@ static const struct dc_cfg_item items[] = {
      "auto|tp_btf|raw_tp|tracepoint",
      "how the system-call probes attach; auto takes the cheapest the kernel allows"},
     {"probes.syscall.entry_stash", CFG_STRING, F(syscall_stash), "auto", 0, 0,
-     "auto|task_storage|hash",
-     "where a call's entry time waits for its exit: BPF task storage (5.11+, cheapest) or "
-     "a hash keyed by thread id (maps.max_threads); auto takes task storage when the "
-     "kernel has it"},
+     "auto|cpu|task_storage|hash",
+     "where a call's entry time waits for its exit: per CPU, written back to BPF task "
+     "storage when the thread leaves the CPU (cheapest; needs task storage, 5.11+, and a "
+     "kernel that does not preempt BPF programs), BPF task storage, or a hash keyed by "
+     "thread id (maps.max_threads); auto takes the first of these the kernel allows"},
     {"filter.exclude_self", CFG_BOOL, F(exclude_self), "true", 0, 0, NULL,
      "leave the agent's own I/O out (its record writes would otherwise feed back)"},
     {"filter.include_cgroups", CFG_STRLIST, F(filter_include_cgroups), "", 1, 0, NULL,

@@ -28,6 +28,14 @@
 enum mech { MECH_TP_BTF, MECH_RAW_TP, MECH_TRACEPOINT, MECH_MAX };
 static const char *const mech_names[MECH_MAX] = {"tp_btf", "raw_tp", "tracepoint"};
 
+/* Where a call's entry waits for its exit (bpf/syscall.bpf.c) */
+enum stash { STASH_HASH, STASH_TASK, STASH_CPU };
+static const char *const stash_names[] = {
+    [STASH_HASH] = "in a per-thread hash",
+    [STASH_TASK] = "in task storage",
+    [STASH_CPU] = "per CPU, written back to task storage at switch-out",
+};
+
 struct probe_syscall {
 	struct syscall_bpf *skel;
 	enum mech mech;
@@ -39,6 +47,8 @@ struct probe_syscall {
 	char files_detail[512];
 	bool percpu;
 	bool plain_updates;
+	enum stash stash;
+	char stash_why[160]; /* why not the per-CPU stash, where auto fell back */
 	enum dc_preempt preempt;
 	const char *preempt_why;
 	int ncpus;
@@ -104,9 +114,10 @@ static int choose_layout(const struct dc_config *cfg, int ncpus, bool *percpu)
 
 /* Open, configure and load the skeleton with one mechanism's programs. */
 static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, enum mech m,
-			 bool task_storage, bool direct)
+			 enum stash stash, bool direct)
 {
-	struct bpf_program *enter[MECH_MAX], *exit_[MECH_MAX];
+	struct bpf_program *enter[MECH_MAX], *exit_[MECH_MAX], *sw[MECH_MAX];
+	bool task_storage = stash != STASH_HASH;
 	struct syscall_bpf *skel;
 	int r;
 
@@ -118,6 +129,7 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 
 	skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
 	skel->rodata->use_task_storage = task_storage;
+	skel->rodata->cpu_stash = stash == STASH_CPU;
 	skel->rodata->plain_updates = p->plain_updates;
 	ops_fill_nr_table((uint8_t *)skel->rodata->nr_to_op, DC_NR_MAX);
 	for (unsigned op = 0; op < DC_OP_MAX; op++)
@@ -143,6 +155,7 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	 * the dead references; the verifier prunes them on the rodata flag) */
 	bpf_map__set_autocreate(skel->maps.stash_task, task_storage);
 	bpf_map__set_autocreate(skel->maps.stash_tid, !task_storage);
+	bpf_map__set_autocreate(skel->maps.stash_cpu, stash == STASH_CPU);
 	bpf_map__set_max_entries(skel->maps.stash_tid, (__u32)cfg->max_threads);
 	bpf_map__set_max_entries(skel->maps.procs, (__u32)cfg->max_procs);
 	r = filter_prepare(p->filter, skel->obj);
@@ -173,6 +186,11 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 		stacks_disable(skel);
 	if (r)
 		return r;
+	sw[MECH_TP_BTF] = skel->progs.dc_switch_btf;
+	sw[MECH_RAW_TP] = skel->progs.dc_switch_raw;
+	sw[MECH_TRACEPOINT] = skel->progs.dc_switch_tp;
+	if (stash == STASH_CPU)
+		bpf_program__set_autoload(sw[m], true);
 	r = syscall_bpf__load(skel);
 	if (r)
 		return r;
@@ -186,6 +204,18 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	if (r)
 		return r;
 
+	/* The switch program first: a thread that entered a call with the
+	 * per-CPU stash must have its write-back when it leaves the CPU.
+	 * The skeleton's attach skips a program whose link is set. */
+	if (bpf_program__autoload(sw[m])) {
+		struct bpf_link **l = m == MECH_TP_BTF	 ? &skel->links.dc_switch_btf
+				      : m == MECH_RAW_TP ? &skel->links.dc_switch_raw
+							 : &skel->links.dc_switch_tp;
+
+		*l = bpf_program__attach(sw[m]);
+		if (!*l)
+			return -errno;
+	}
 	return syscall_bpf__attach(skel);
 }
 
@@ -199,7 +229,6 @@ static void reset_attempt(struct probe_syscall *p)
 struct attempt {
 	struct probe_syscall *p;
 	const struct dc_config *cfg;
-	bool task_storage;
 };
 
 /*
@@ -209,9 +238,8 @@ struct attempt {
  * The other mechanisms' program types may not call kfuncs on every kernel
  * that has them: they always copy.
  */
-static int attempt(void *ctx, int m)
+static int attempt_stash(struct attempt *a, int m, enum stash stash)
 {
-	struct attempt *a = ctx;
 	const char *reads = a->cfg->files_reads;
 	int r = m == MECH_TRACEPOINT ? tracefs_ensure() : 0;
 
@@ -220,20 +248,42 @@ static int attempt(void *ctx, int m)
 	if (m == MECH_TP_BTF && a->p->files && strcmp(reads, "probe")) {
 		char why[160];
 
-		r = try_mechanism(a->p, a->cfg, (enum mech)m, a->task_storage, true);
+		r = try_mechanism(a->p, a->cfg, (enum mech)m, stash, true);
 		if (!r || !strcmp(reads, "direct"))
 			return r;
 		reset_attempt(a->p);
 		snprintf(why, sizeof(why), "direct loads refused: %s", strerror(-r));
 		log_info("File layer: %s; reading with bpf_probe_read_kernel", why);
-		r = try_mechanism(a->p, a->cfg, (enum mech)m, a->task_storage, false);
+		r = try_mechanism(a->p, a->cfg, (enum mech)m, stash, false);
 		if (!r)
 			probe_file_note(a->p->files, why);
 		return r;
 	}
 	if (!strcmp(reads, "direct") && a->p->files)
 		return -EOPNOTSUPP; /* only tp_btf reads in place */
-	return try_mechanism(a->p, a->cfg, (enum mech)m, a->task_storage, false);
+	return try_mechanism(a->p, a->cfg, (enum mech)m, stash, false);
+}
+
+/* The per-CPU stash needs the switch program beside the pair; where the
+ * kernel refuses it, auto keeps the pair with the stash in task storage. */
+static int attempt(void *ctx, int m)
+{
+	struct attempt *a = ctx;
+	struct probe_syscall *p = a->p;
+	int r = attempt_stash(a, m, p->stash);
+
+	if (!r || p->stash != STASH_CPU || strcmp(a->cfg->syscall_stash, "auto"))
+		return r;
+	reset_attempt(p);
+	snprintf(p->stash_why, sizeof(p->stash_why), "per-CPU stash refused with %s: %s",
+		 mech_names[m], strerror(-r));
+	log_info("syscall probes: %s; keeping the entry stash in task storage", p->stash_why);
+	r = attempt_stash(a, m, STASH_TASK);
+	if (!r)
+		p->stash = STASH_TASK;
+	else
+		p->stash_why[0] = 0;
+	return r;
 }
 
 static void undo(void *ctx)
@@ -312,17 +362,42 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 					  "with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE");
 	task_storage = r == 1;
 	if (!strcmp(cfg->syscall_stash, "hash"))
-		task_storage = false;
-	else if (!strcmp(cfg->syscall_stash, "task_storage") && !task_storage)
+		p->stash = STASH_HASH;
+	else if (!task_storage && strcmp(cfg->syscall_stash, "auto"))
 		return log_error_errno(
 		    -EOPNOTSUPP,
-		    "probes.syscall.entry_stash is \"task_storage\" but "
-		    "this kernel has no BPF task storage (5.11+); use \"auto\" or \"hash\"");
+		    "probes.syscall.entry_stash is \"%s\" but "
+		    "this kernel has no BPF task storage (5.11+); use \"auto\" or \"hash\"",
+		    cfg->syscall_stash);
+	else if (!task_storage)
+		p->stash = STASH_HASH;
+	else if (!strcmp(cfg->syscall_stash, "task_storage"))
+		p->stash = STASH_TASK;
+	else if (!preempt_allows_plain_updates(p->preempt) || !strcmp(cfg->map_updates, "atomic")) {
+		/* a program preempted halfway would write a cache another
+		 * thread owns by then: the same condition as plain updates */
+		if (!strcmp(cfg->syscall_stash, "cpu"))
+			return log_error_errno(
+			    -EOPNOTSUPP,
+			    "probes.syscall.entry_stash is \"cpu\" but BPF programs can be "
+			    "preempted here (preemption %s, from %s%s); use \"auto\"",
+			    preempt_name(p->preempt), p->preempt_why,
+			    strcmp(cfg->map_updates, "atomic") ? ""
+							       : "; maps.updates is \"atomic\"");
+		p->stash = STASH_TASK;
+		if (!strcmp(cfg->map_updates, "atomic"))
+			snprintf(p->stash_why, sizeof(p->stash_why),
+				 "not per CPU: maps.updates is atomic");
+		else
+			snprintf(p->stash_why, sizeof(p->stash_why), "not per CPU: preemption %s",
+				 preempt_name(p->preempt));
+	} else
+		p->stash = STASH_CPU;
 
 	if (strcmp(cfg->syscall_mechanism, "auto"))
 		first = last = (enum mech)mech_find(mech_names, MECH_MAX, cfg->syscall_mechanism);
 	{
-		struct attempt a = {p, cfg, task_storage};
+		struct attempt a = {p, cfg};
 
 		r = mech_choose("syscall", mech_names, first, last, attempt, undo, &a, p->detail,
 				sizeof(p->detail), &off);
@@ -363,11 +438,13 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 			return log_error_errno(r, "Cannot read the file-name ring: %m");
 	}
 	snprintf(p->detail + off, sizeof(p->detail) - off,
-		 "%sentry stash in %s; %s updates (preemption %s, from %s)", off ? "; " : "",
-		 task_storage ? "task storage" : "a per-thread hash",
-		 p->plain_updates ? "plain" : "atomic", preempt_name(p->preempt), p->preempt_why);
-	log_info("syscall probes: %s, %s maps of %llu keys, %s updates (preemption %s from %s)",
-		 task_storage ? "task storage" : "thread hash", p->percpu ? "per-CPU" : "shared",
+		 "%sentry stash %s%s%s%s; %s updates (preemption %s, from %s)", off ? "; " : "",
+		 stash_names[p->stash], p->stash_why[0] ? " (" : "", p->stash_why,
+		 p->stash_why[0] ? ")" : "", p->plain_updates ? "plain" : "atomic",
+		 preempt_name(p->preempt), p->preempt_why);
+	log_info("syscall probes: entry stash %s, %s maps of %llu keys, %s updates (preemption %s "
+		 "from %s)",
+		 stash_names[p->stash], p->percpu ? "per-CPU" : "shared",
 		 (unsigned long long)p->max_keys, p->plain_updates ? "plain" : "atomic",
 		 preempt_name(p->preempt), p->preempt_why);
 	*ret = TAKE_PTR(p);

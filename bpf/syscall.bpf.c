@@ -41,6 +41,7 @@
 /* Set before load by the agent; frozen afterwards. */
 const volatile __u32 agent_tgid = 0;
 const volatile bool use_task_storage = true;
+const volatile bool cpu_stash = false;
 const volatile bool plain_updates = false;
 const volatile __u8 nr_to_op[DC_NR_MAX] = {};
 const volatile __u8 op_size_src[DC_OP_MAX] = {};
@@ -59,6 +60,31 @@ struct {
 	__type(key, __u32);
 	__type(value, struct dc_stash);
 } stash_tid SEC(".maps");
+
+/*
+ * The running thread's stash, cached on its CPU (entry_stash "cpu"): most
+ * calls then touch no task storage at all, where each costs a helper call
+ * at entry and another at exit (about 40 ns a call together, measured:
+ * docs/benchmarks.md). The cache is the task storage entry's copy while the
+ * thread runs there; the switch program writes it back whenever the thread
+ * leaves the CPU, the only way another thread can reach this CPU's copy or
+ * this thread another CPU, since the programs are never preempted where the
+ * agent enables this (the plain_updates condition: none or voluntary). A
+ * call that blocks thus finds its entry in task storage when it returns,
+ * on whatever CPU.
+ */
+struct dc_cpu_stash {
+	__u32 owner; /* the thread whose stash this is; 0: none */
+	__u32 pad;
+	struct dc_stash s;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dc_cpu_stash);
+} stash_cpu SEC(".maps");
 
 DC_SLOT_MAP(agg, struct dc_agg_key, struct dc_agg_val);
 
@@ -82,8 +108,61 @@ struct {
 
 #define count(which) dc_count(&counters, (which))
 
+/* The thread's stash through this CPU's cache: taken over from task storage
+ * on the thread's first call since it came to this CPU. The in-flight part
+ * left in task storage is cleared as it is taken, so a write-back that fails
+ * later cannot leave an entry to be consumed twice. */
+static __always_inline struct dc_stash *stash_cpu_get(struct task_struct *task, bool create)
+{
+	struct dc_cpu_stash *c;
+	struct dc_stash *ts;
+	__u32 zero = 0;
+
+	c = bpf_map_lookup_elem(&stash_cpu, &zero);
+	if (!c)
+		return NULL;
+	if (c->owner == task->pid && c->owner)
+		return &c->s;
+	ts =
+	    bpf_task_storage_get(&stash_task, task, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!ts)
+		return NULL;
+	c->s = *ts;
+	ts->ts = 0;
+	ts->filtered = 0;
+	c->owner = task->pid;
+	return &c->s;
+}
+
+/* The switch-out of the task owning this CPU's cache: written back (the
+ * entry exists, made when the cache took it over: nothing is allocated
+ * here, under the run-queue lock). Returns the stash for the stack profile. */
+static __always_inline struct dc_stash *stash_cpu_flush(struct task_struct *prev)
+{
+	struct dc_cpu_stash *c;
+	struct dc_stash *ts;
+	__u32 zero = 0;
+
+	c = bpf_map_lookup_elem(&stash_cpu, &zero);
+	if (!c || !c->owner)
+		return NULL;
+	if (c->owner != prev->pid) {
+		/* the owner left without this program (attached after it) */
+		c->owner = 0;
+		return NULL;
+	}
+	c->owner = 0;
+	ts = bpf_task_storage_get(&stash_task, prev, 0, 0);
+	if (!ts)
+		return NULL; /* the call in flight, if any, exits as without entry */
+	*ts = c->s;
+	return ts;
+}
+
 static __always_inline struct dc_stash *stash_get(struct task_struct *task, __u32 tid, bool create)
 {
+	if (cpu_stash)
+		return stash_cpu_get(task, create);
 	if (use_task_storage)
 		return bpf_task_storage_get(&stash_task, task, 0,
 					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
@@ -439,39 +518,53 @@ int dc_exit_tp(struct trace_event_raw_sys_exit *ctx)
 }
 
 /*
- * Context switches, loaded only with probes.stacks.enable: the switching-out
+ * Context switches, loaded with probes.stacks.enable and with the per-CPU
+ * stash (write-back above): the switching-out
  * task is current, so its stash is found as at exit and its kernel stack is
  * the one bpf_get_stackid() walks. Preemptions are skipped: the call did
  * not wait there. The classic tracepoint's prev_state changed type across
  * kernels, so that fallback takes every switch-out of a watched call.
  */
-static __always_inline void on_switch(void *ctx)
+static __always_inline void on_switch(void *ctx, bool preempt)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	struct dc_stash *st;
 
-	stacks_switch(ctx, stash_get(task, use_task_storage ? 0 : task->pid, false));
+	if (!cpu_stash) {
+		if (!preempt)
+			stacks_switch(ctx,
+				      stash_get(task, use_task_storage ? 0 : task->pid, false));
+		return;
+	}
+	/* every switch-out, preemptions too: the cache must follow the thread */
+	st = stash_cpu_flush(task);
+	if (!stacks_on || preempt)
+		return;
+	/* a thread that made no call here since it came: its stash, if a call
+	 * of it is in flight, is the one in task storage */
+	if (!st)
+		st = bpf_task_storage_get(&stash_task, task, 0, 0);
+	stacks_switch(ctx, st);
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(dc_switch_btf, bool preempt)
 {
-	if (!preempt)
-		on_switch(ctx);
+	on_switch(ctx, preempt);
 	return 0;
 }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(dc_switch_raw, bool preempt)
 {
-	if (!preempt)
-		on_switch(ctx);
+	on_switch(ctx, preempt);
 	return 0;
 }
 
 SEC("tracepoint/sched/sched_switch")
 int dc_switch_tp(void *ctx)
 {
-	on_switch(ctx);
+	on_switch(ctx, false);
 	return 0;
 }
 

@@ -154,10 +154,11 @@ def workload_pid(p):
     return int(out.decode().strip())
 
 
-def expected_ops(iters=100, threads=1, size=4096, bad_opens=3, bad_reads=2, fsyncs=1, **_):
+def expected_ops(iters=100, threads=1, size=4096, bad_opens=3, bad_reads=2, fsyncs=1, hops=0,
+                 **_):
     """The workload's contract (tests/bpf/workload.c), per op: count, errors, bytes."""
     t = threads
-    return {
+    ops = {
         "openat": (t * (1 + bad_opens), t * bad_opens, 0),
         "pwrite64": (t * iters, 0, t * iters * size),
         "pread64": (t * (iters + bad_reads), t * bad_reads, t * iters * size),
@@ -166,6 +167,9 @@ def expected_ops(iters=100, threads=1, size=4096, bad_opens=3, bad_reads=2, fsyn
         "fsync": (t * fsyncs, 0, 0),
         "close": (t, 0, 0),
     }
+    if hops:
+        ops["read"] = ops["write"] = (t * hops, 0, t * hops)
+    return ops
 
 
 def sum_ops(records, pid):

@@ -57,10 +57,13 @@ def scenario_exact(agent_bin, wl_bin, mechanism="auto", maps="", syscall=""):
         c.eq(mech, {mechanism}, "agent reports the mechanism in use")
     else:
         c.check(len(mech) == 1 and "" not in mech, "agent reports its mechanism (%s)" % mech)
-    if "hash" in syscall:
-        c.check(all("per-thread hash" in p["detail"] for r in agents for p in r["probes"]
-                    if p["name"] == "syscall"),
-                "entry stash in the per-thread hash")
+    stash = ("in a per-thread hash" if "hash" in syscall
+             else "in task storage (not per CPU" if "atomic" in maps
+             else "in task storage" if "task_storage" in syscall
+             else "per CPU, written back to task storage at switch-out")
+    c.check(all("entry stash " + stash in p["detail"] for r in agents for p in r["probes"]
+                if p["name"] == "syscall"),
+            "entry stash %s" % stash)
     if "shared" in maps:
         c.check(all(r["maps"]["layout"] == "shared" for r in agents), "shared layout in effect")
     if "shared" in maps or "atomic" in maps:
@@ -76,6 +79,45 @@ def scenario_exact(agent_bin, wl_bin, mechanism="auto", maps="", syscall=""):
     counted = sum(o["count"] for r in recs if r["type"] == "features" for o in r["ops"].values())
     unattributed = sum(o["count"] for r in agents for o in r["unattributed"].values())
     c.eq(seen, counted + unattributed, "events seen = attributed + unattributed")
+    c.done()
+
+
+def scenario_cpu_stash(agent_bin, wl_bin, stash="auto"):
+    """Calls that change CPU: with the per-CPU stash the entry of a call lives
+    in the CPU's cache while the thread runs there and in task storage once it
+    leaves; every pipe read here enters on one CPU and returns on another, and
+    three threads on two CPUs take each other's caches between calls."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-wl-")
+    a = Agent(agent_bin, 'interval = 0.2;\nprobes = { syscall = { entry_stash = "%s"; }; };\n'
+              % stash)
+    p = dict(iters=2000, threads=3, size=4096, hops=150, fsyncs=2, dir=tmp)
+    t0 = time.monotonic()
+    w = run_workload(wl_bin, **p)
+    pid = workload_pid(w)
+    wall_ns = (time.monotonic() - t0) * 1e9
+    rc = a.stop()
+    c.eq(rc, 0, "agent exits 0")
+    recs = a.records()
+    windows = check_exact(c, recs, pid, p, "threads hopping CPUs")
+    c.check(len(windows) >= 2, "over %d windows" % len(windows))
+    agents = [r for r in recs if r["type"] == "agent"]
+    details = {pr["detail"] for r in agents for pr in r["probes"] if pr["name"] == "syscall"}
+    want = {"auto": "entry stash per CPU", "task_storage": "entry stash in task storage"}[stash]
+    c.check(details and all(want in d for d in details),
+            "the agent reports '%s' (%s)" % (want, details))
+    # each read waits for a write made 2 ms after the previous one: the
+    # reads' time is most of the run, and no more than it (an entry time
+    # lost or taken from another call would show here)
+    rtime = sum(r["ops"]["read"]["time_ns"] for r in recs
+                if r["type"] == "features" and r["pid"] == pid and "read" in r["ops"])
+    floor = p["threads"] * p["hops"] * 2e6 * 0.5
+    c.check(floor <= rtime <= p["threads"] * wall_ns,
+            "pipe reads took %.0f ms in all: at least %.0f, at most the run's %.0f ms per thread"
+            % (rtime / 1e6, floor / 1e6, wall_ns / 1e6))
+    drops = {k: sum(r["drops"][k] for r in agents) for k in agents[0]["drops"]}
+    c.eq({k: v for k, v in drops.items() if k != "exit_without_entry" and v}, {},
+         "no drops (calls in flight at attach aside: %d)" % drops.get("exit_without_entry", 0))
     c.done()
 
 
@@ -177,6 +219,13 @@ def scenario_stale_hint(agent_bin, wl_bin):
     c.eq(sum(r["drops"]["agg_map_full"] for r in agents), 0, "no map-full")
     check_exact(c, recs, pid1, first, "the process that paused mid-writes")
     check_exact(c, recs, pid2, second, "the process that took its slots")
+    # the file layer's hints (struct dc_file_hint) the same way: each
+    # process's own file gets all of its writes (pwrite64 and writev)
+    for pid, p, label in ((pid1, first, "paused"), (pid2, second, "second")):
+        got = sum(r["access"]["bytes_written"] for r in recs
+                  if r["type"] == "features" and r["pid"] == pid)
+        c.eq(got, p["iters"] * (p["size"] + 1024), "file layer: the %s process's bytes written"
+             % label)
     c.done()
 
 
@@ -836,6 +885,12 @@ def main():
         return scenario_exact(agent_bin, wl_bin, maps='maps = { updates = "atomic"; };\n')
     if scenario == "thread-hash":
         return scenario_exact(agent_bin, wl_bin, syscall='entry_stash = "hash";')
+    if scenario == "task-storage":
+        return scenario_exact(agent_bin, wl_bin, syscall='entry_stash = "task_storage";')
+    if scenario == "cpu-stash":
+        return scenario_cpu_stash(agent_bin, wl_bin)
+    if scenario == "cpu-stash-task-storage":
+        return scenario_cpu_stash(agent_bin, wl_bin, "task_storage")
     if scenario.startswith("pagecache"):
         return scenario_pagecache(agent_bin, wl_bin,
                                   scenario[10:] if scenario != "pagecache" else "auto")

@@ -14,6 +14,13 @@
  *   fsync    --fsyncs
  *   pread64  --bad-reads failing on fd -1 (EBADF)
  *   close    1
+ *   with --hops H > 0, then H times: read 1 byte from a pipe that a helper
+ *   thread of the same process writes (read H x 1, write H x 1 per thread):
+ *   the reader pins itself to CPU i before its read, and the helper, once the
+ *   read has waited 2 ms, pins the reader to CPU i + 1, then writes; so every
+ *   read returns on another CPU than it entered on (2+ CPUs), and each
+ *   thread changes CPU between calls. The pipes are made before the fork:
+ *   no pipe2 or close in the child.
  * Thread stacks come from mmap (by glibc): mmap is not part of the contract.
  *
  * With --blockdev DEV the child instead opens DEV with O_DIRECT and makes
@@ -33,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +62,52 @@ static const char *dir = "/tmp";
 static const char *comm;
 static const char *blockdev;
 static int uring;
+static int hops, hop_pipes[64][2], ncpus = 1;
+
+struct hop {
+	int t;
+	pid_t reader;
+};
+
+static void pin(pid_t tid, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu % ncpus, &set);
+	if (sched_setaffinity(tid, sizeof(set), &set))
+		_exit(51);
+}
+
+static void *hop_writer(void *arg)
+{
+	struct hop *h = arg;
+	struct timespec wait = {0, 2000000};
+
+	for (int i = 0; i < hops; i++) {
+		nanosleep(&wait, NULL);
+		pin(h->reader, i + 1);
+		if (write(hop_pipes[h->t][1], "h", 1) != 1)
+			_exit(52);
+	}
+	return NULL;
+}
+
+static void hop_reads(int t)
+{
+	struct hop h = {t, (pid_t)syscall(SYS_gettid)};
+	pthread_t w;
+	char c;
+
+	if (pthread_create(&w, NULL, hop_writer, &h))
+		_exit(53);
+	for (int i = 0; i < hops; i++) {
+		pin(0, i);
+		if (read(hop_pipes[t][0], &c, 1) != 1)
+			_exit(54);
+	}
+	pthread_join(w, NULL);
+}
 
 static void block_io(void)
 {
@@ -262,6 +316,8 @@ static void *worker(void *arg)
 			_exit(14);
 	for (int i = 0; i < fsyncs; i++)
 		fsync(fd);
+	if (hops)
+		hop_reads((int)t);
 	for (int i = 0; i < bad_reads; i++)
 		if (pread(-1, buf, 1, 0) >= 0)
 			_exit(15);
@@ -303,6 +359,8 @@ int main(int argc, char **argv)
 			blockdev = v;
 		else if (!strcmp(k, "--uring"))
 			uring = atoi(v);
+		else if (!strcmp(k, "--hops"))
+			hops = atoi(v);
 		else {
 			fprintf(stderr, "workload: unknown option %s\n", k);
 			return 2;
@@ -310,6 +368,12 @@ int main(int argc, char **argv)
 	}
 	if (nthreads < 1 || nthreads > 64)
 		return 2;
+	ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpus < 1)
+		ncpus = 1;
+	for (int t = 0; hops && t < nthreads; t++)
+		if (pipe(hop_pipes[t]))
+			return 1;
 
 	pid = fork();
 	if (pid < 0)

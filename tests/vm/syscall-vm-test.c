@@ -317,6 +317,20 @@ int syscall_vm_run(const char *mech, const char *stash)
 	}
 
 	check(&c, "workload.exit_status", (uint64_t)status, 0);
+	{
+		/* Debian's 6.1 does not preempt BPF programs (voluntary):
+		 * auto keeps the entries per CPU, on every mechanism, with
+		 * the stack profiles' switch program on the same hook */
+		const char *d = probe_syscall_detail(p),
+			   *want = !strcmp(stash, "auto") ? "entry stash per CPU"
+				   : !strcmp(stash, "task_storage")
+				       ? "entry stash in task storage"
+				       : "entry stash in a per-thread hash";
+
+		check(&c, "syscall.stash_as_configured", strstr(d, want) != NULL, 1);
+		if (!strstr(d, want))
+			printf("VMTEST %s detail: %s\n", name, d);
+	}
 	if (!strcmp(mech, "tp_btf")) {
 		/* 6.1 has no bpf_rdonly_cast: the direct-read programs are
 		 * refused and the copying ones load in their place, said so */

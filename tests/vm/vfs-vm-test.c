@@ -192,6 +192,8 @@ int main(void)
 	failed |= syscall_vm_run("tp_btf", "auto");
 	failed |= syscall_vm_run("raw_tp", "auto");
 	failed |= syscall_vm_run("tracepoint", "auto");
+	/* the stash in task storage alone, as on preemptible kernels */
+	failed |= syscall_vm_run("tp_btf", "task_storage");
 	/* the per-thread hash, for kernels without task storage (< 5.11) */
 	failed |= syscall_vm_run("tp_btf", "hash");
 	failed |= uprobe_vm_run();
