@@ -74,10 +74,16 @@ struct {
  * on whatever CPU.
  */
 struct dc_cpu_stash {
-	__u32 owner; /* the thread whose stash this is; 0: none */
-	__u32 pad;
+	__u32 owner;	 /* the thread whose stash this is; 0: none */
+	__u32 hint_tgid; /* the process s's slot hints are for */
 	struct dc_stash s;
 };
+
+/* What moves between the cache and task storage: the call in flight and the
+ * thread's sampling counters. The slot hints stay on the CPU: they name a
+ * process's keys, not a thread's, so they hold for any thread of the
+ * process that comes next, and are dropped for another process. */
+#define DC_STASH_MOVED offsetof(struct dc_stash, hint_cg)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -127,10 +133,15 @@ static __always_inline struct dc_stash *stash_cpu_get(struct task_struct *task, 
 	    bpf_task_storage_get(&stash_task, task, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	if (!ts)
 		return NULL;
-	c->s = *ts;
+	__builtin_memcpy(&c->s, ts, DC_STASH_MOVED);
 	ts->ts = 0;
 	ts->filtered = 0;
 	c->owner = task->pid;
+	if (c->hint_tgid != task->tgid) {
+		/* no cgroup has this id: the exit clears the hints */
+		c->s.hint_cg = ~0ULL;
+		c->hint_tgid = task->tgid;
+	}
 	return &c->s;
 }
 
@@ -155,7 +166,7 @@ static __always_inline struct dc_stash *stash_cpu_flush(struct task_struct *prev
 	ts = bpf_task_storage_get(&stash_task, prev, 0, 0);
 	if (!ts)
 		return NULL; /* the call in flight, if any, exits as without entry */
-	*ts = c->s;
+	__builtin_memcpy(ts, &c->s, DC_STASH_MOVED);
 	return ts;
 }
 
