@@ -62,16 +62,16 @@ struct {
 } stash_tid SEC(".maps");
 
 /*
- * The running thread's stash, cached on its CPU (entry_stash "cpu"): most
- * calls then touch no task storage at all, where each costs a helper call
- * at entry and another at exit (about 40 ns a call together, measured:
- * docs/benchmarks.md). The cache is the task storage entry's copy while the
- * thread runs there; the switch program writes it back whenever the thread
- * leaves the CPU, the only way another thread can reach this CPU's copy or
- * this thread another CPU, since the programs are never preempted where the
- * agent enables this (the plain_updates condition: none or voluntary). A
- * call that blocks thus finds its entry in task storage when it returns,
- * on whatever CPU.
+ * The running thread's stash, cached on its CPU (entry_stash "cpu"): a call
+ * that does not block then touches no task storage, where each look-up is a
+ * helper call at entry and another at exit (25 to 40 ns a call together,
+ * docs/benchmarks.md). While the thread runs there the cache holds its call
+ * in flight and sampling counters; the switch program writes them back
+ * whenever the thread leaves the CPU, the only way another thread can reach
+ * this CPU's copy or this thread another CPU, since the programs are never
+ * preempted where the agent enables this (the plain_updates condition: none
+ * or voluntary). A call that blocks thus finds its entry in task storage
+ * when it returns, on whatever CPU.
  */
 struct dc_cpu_stash {
 	__u32 owner;	 /* the thread whose stash this is; 0: none */
