@@ -8,13 +8,13 @@
 
 #include "json.h"
 
-static int buf_reserve(struct dc_buf *b, size_t extra)
+int buf_grow_slow(struct dc_buf *b, size_t extra)
 {
 	size_t want;
 	char *p;
 
 	if (b->err)
-		return -1;
+		return -ENOMEM;
 	if (b->len + extra <= b->cap)
 		return 0;
 	want = b->cap ? b->cap : 4096;
@@ -23,16 +23,11 @@ static int buf_reserve(struct dc_buf *b, size_t extra)
 	p = realloc(b->data, want);
 	if (!p) {
 		b->err = ENOMEM;
-		return -1;
+		return -ENOMEM;
 	}
 	b->data = p;
 	b->cap = want;
 	return 0;
-}
-
-int buf_grow(struct dc_buf *b, size_t extra)
-{
-	return buf_reserve(b, extra) ? -ENOMEM : 0;
 }
 
 void buf_reset(struct dc_buf *b)
@@ -47,19 +42,6 @@ void buf_free(struct dc_buf *b)
 	*b = (struct dc_buf){};
 }
 
-void buf_put(struct dc_buf *b, const void *p, size_t n)
-{
-	if (buf_reserve(b, n))
-		return;
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
-}
-
-void buf_putc(struct dc_buf *b, char c)
-{
-	buf_put(b, &c, 1);
-}
-
 void buf_printf(struct dc_buf *b, const char *fmt, ...)
 {
 	va_list ap;
@@ -68,7 +50,7 @@ void buf_printf(struct dc_buf *b, const char *fmt, ...)
 	va_start(ap, fmt);
 	n = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
-	if (n < 0 || buf_reserve(b, (size_t)n + 1))
+	if (n < 0 || buf_grow(b, (size_t)n + 1))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);

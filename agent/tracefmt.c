@@ -89,20 +89,36 @@ const char *trace_layer_name(unsigned layer)
 	}
 }
 
-/* Decimal without printf: the event path runs up to a million times a second. */
+/* Decimal without printf: the event path runs up to a million times a
+ * second. Two digits a step: half the divisions of one digit a step. */
 static void put_u64(struct dc_buf *b, uint64_t v)
 {
+	static const char pairs[201] = "00010203040506070809"
+				       "10111213141516171819"
+				       "20212223242526272829"
+				       "30313233343536373839"
+				       "40414243444546474849"
+				       "50515253545556575859"
+				       "60616263646566676869"
+				       "70717273747576777879"
+				       "80818283848586878889"
+				       "90919293949596979899";
 	char t[24];
-	int n = 0;
+	int i = 24;
 
-	do {
-		t[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	if (buf_grow(b, (size_t)n) < 0)
-		return;
-	while (n)
-		b->data[b->len++] = t[--n];
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100) * 2;
+
+		v /= 100;
+		t[--i] = pairs[d + 1];
+		t[--i] = pairs[d];
+	}
+	if (v >= 10) {
+		t[--i] = pairs[v * 2 + 1];
+		t[--i] = pairs[v * 2];
+	} else
+		t[--i] = (char)('0' + v);
+	buf_put(b, t + i, (size_t)(24 - i));
 }
 
 static void put_i64(struct dc_buf *b, int64_t v)
