@@ -379,11 +379,14 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 		if (!strcmp(cfg->syscall_stash, "cpu"))
 			return log_error_errno(
 			    -EOPNOTSUPP,
-			    "probes.syscall.entry_stash is \"cpu\" but BPF programs can be "
-			    "preempted here (preemption %s, from %s%s); use \"auto\"",
-			    preempt_name(p->preempt), p->preempt_why,
-			    strcmp(cfg->map_updates, "atomic") ? ""
-							       : "; maps.updates is \"atomic\"");
+			    "probes.syscall.entry_stash is \"cpu\", which needs BPF programs "
+			    "that are never preempted, but %s%s; use \"auto\" or \"task_storage\"",
+			    strcmp(cfg->map_updates, "atomic")
+				? "the preemption model here is "
+				: "maps.updates is \"atomic\" (for kernels whose ",
+			    strcmp(cfg->map_updates, "atomic")
+				? preempt_name(p->preempt)
+				: "preemption is switched at run time)");
 		p->stash = STASH_TASK;
 		if (!strcmp(cfg->map_updates, "atomic"))
 			snprintf(p->stash_why, sizeof(p->stash_why),

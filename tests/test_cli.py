@@ -133,6 +133,18 @@ os.chmod(p, 0o644)
 rc, out, err = run("--check-config=" + p)
 c.check(rc == 0 and err == "", "log_level = \"err\" leaves the warning out (%r)" % err)
 
+p = conf('probes = { syscall = { entry_stash = "percpu"; }; };\n')
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and "entry_stash" in err and "auto|cpu|task_storage|hash" in err,
+        "an unknown entry stash is refused with the choices (%r)" % err)
+if is_root:
+    # the per-CPU stash asked for where the agent must assume preemption: a
+    # clear refusal at start-up, not a silent fallback
+    p = conf('probes = { syscall = { entry_stash = "cpu"; }; };\nmaps = { updates = "atomic"; };\n')
+    rc, out, err = run("-c", p, "-d", "1", "-o", os.path.join(tmp, "never.jsonl"))
+    c.check(rc != 0 and 'entry_stash is "cpu"' in err and 'maps.updates is "atomic"' in err,
+            "entry_stash \"cpu\" with atomic updates refused, both named (%r)" % err[-300:])
+
 
 # under systemd, stderr is the journal and JOURNAL_STREAM names it: "<N>" priorities
 def run_journal(stream, *args, conf_path):
