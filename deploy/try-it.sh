@@ -15,12 +15,14 @@ out=/var/lib/datacrumbs/records.jsonl
 if [ -e /etc/datacrumbs.conf ]; then
   echo "note: /etc/datacrumbs.conf exists and is used instead of the embedded default"
 fi
+# records of earlier runs stay in the file: only what follows them counts
+start=$(stat -c %s "$out" 2>/dev/null || echo 0)
 ./build/agent/datacrumbs --duration 6 &
 agent=$!
 
 # start the workload once the agent has closed its first window
 for _ in $(seq 100); do
-  [ -s "$out" ] && grep -q '"type":"agent"' "$out" && break
+  [ -s "$out" ] && grep -q '"type":"agent"' <(tail -c +$((start + 1)) "$out") && break
   kill -0 "$agent" 2>/dev/null || { wait "$agent"; exit 1; }
   sleep 0.1
 done
@@ -48,4 +50,5 @@ jq -s -r --arg run "$run" '
   | "\(.pid)\t\(.comm)\tops=\(.ops)\tread=\(.read_mib*10|floor/10) MiB\twrite=\(.write_mib*10|floor/10) MiB\t\(.cgroup)"' "$out"
 echo
 echo "One feature vector, in full:"
-jq -c --arg run "$run" 'select(.run == $run and .type == "features" and .comm == "dd")' "$out" | head -n 1 | jq .
+# first(), not head: under pipefail a jq cut off by head fails the script (141)
+jq -n --arg run "$run" 'first(inputs | select(.run == $run and .type == "features" and .comm == "dd"))' "$out"
