@@ -41,6 +41,13 @@ def loop_device(tmp, mib=64, ext4_at=None):
         if mounted:
             subprocess.run(["umount", ext4_at])
         subprocess.run(["losetup", "-d", dev])
+        # the image (tens of MiB, in /var/tmp) outlived every run before;
+        # tmp goes too when the image was all it held
+        os.unlink(img)
+        try:
+            os.rmdir(tmp)
+        except OSError:
+            pass
 
 
 def require_root():
