@@ -114,6 +114,13 @@ static const struct dc_cfg_item items[] = {
     {"maps.block_max_keys", CFG_INT, F(block_max_keys), "4096", 16, 1 << 20, NULL,
      "distinct (device, operation, process, cgroup) block keys per window; beyond, requests "
      "are counted per operation in the agent record's block.unattributed"},
+    {"maps.block_bio_slots", CFG_INT, F(block_bio_slots), "16384", 2, 1 << 22, NULL,
+     "bios remembered between their submission and their request (32 bytes each, rounded up "
+     "to a power of two); a bio without a slot is attributed to the context that issues its "
+     "request (block.drops.issue_without_bio)"},
+    {"maps.block_request_slots", CFG_INT, F(block_request_slots), "8192", 2, 1 << 22, NULL,
+     "block requests in flight held in a direct-mapped table (64 bytes each, rounded up to a "
+     "power of two); the others go to a spare hash of 16384 (block.requests_spilled)"},
     {"probes.files.enable", CFG_BOOL, F(files_enable), "true", 0, 0, NULL,
      "follow each process's I/O per file (by the descriptor's inode): access pattern "
      "counters in Darshan's terms, and per-file records when granularity is \"file\""},

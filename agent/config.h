@@ -43,6 +43,8 @@ struct dc_config {
 	bool block_enable;
 	char block_mechanism[16]; /* auto | tp_btf | raw_tp */
 	int64_t block_max_keys;
+	int64_t block_bio_slots;     /* rounded up to an even power of two */
+	int64_t block_request_slots; /* the same */
 	bool pagecache_enable;
 	char pagecache_mechanism[16]; /* auto | tp_btf | tracepoint */
 	int64_t pagecache_max_keys;

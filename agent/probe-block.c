@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,15 +34,27 @@ struct probe_block {
 	char detail[384];
 	struct dc_blk_entry *entries;
 	size_t n, cap;
+	struct dc_blk_rq_set *rq_mem; /* the request table, mapped for the sweep */
+	size_t rq_len;
+	uint32_t bio_sets, rq_sets;
+	uint64_t swept_ns; /* when the request table was last swept */
 	struct dc_blk_sum overflow_prev[DC_BLK_OP_MAX];
 	uint64_t counters_prev[DC_BLK_CNT_MAX];
 	uint64_t misses_prev;
 };
 
+static void unmap_requests(struct probe_block *p)
+{
+	if (p->rq_mem)
+		munmap(p->rq_mem, p->rq_len);
+	p->rq_mem = NULL;
+}
+
 struct probe_block *probe_block_free(struct probe_block *p)
 {
 	if (!p)
 		return NULL;
+	unmap_requests(p);
 	block_bpf__destroy(p->skel);
 	winmap_close(&p->agg);
 	p->filter = filter_free(p->filter);
@@ -51,6 +64,37 @@ struct probe_block *probe_block_free(struct probe_block *p)
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_block *, probe_block_free);
+
+static uint64_t pow2_at_least(uint64_t n)
+{
+	uint64_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* Where the io controller's cgroups live: 1 cgroup2 (hierarchy 0 in
+ * /proc/cgroups), 2 a v1 hierarchy (a hybrid host: the bio's cgroup then
+ * means nothing to the cgroup2 ids of the other layers), 0 not known
+ * (the programs check each bio's). */
+static unsigned char blkcg_where(void)
+{
+	FILE *f = fopen("/proc/cgroups", "re");
+	char line[256], name[64];
+	unsigned char where = 0;
+	int hier, n, on;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %d %d %d", name, &hier, &n, &on) == 4 &&
+		    (!strcmp(name, "blkio") || !strcmp(name, "io"))) {
+			where = on ? (hier ? 2 : 1) : 0;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return where;
+}
 
 static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enum mech m,
 			 bool plain_updates)
@@ -67,7 +111,14 @@ static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enu
 	skel->rodata->plain_updates = plain_updates;
 	skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
 	skel->rodata->traces_on = p->traces != NULL;
+	skel->rodata->bio_set_mask = p->bio_sets - 1;
+	skel->rodata->blkcg_where = blkcg_where();
+	skel->rodata->rq_set_mask = p->rq_sets - 1;
 	r = traces_share(p->traces, skel->obj);
+	if (!r)
+		r = bpf_map__set_max_entries(skel->maps.bio_sets, p->bio_sets);
+	if (!r)
+		r = bpf_map__set_max_entries(skel->maps.rq_sets, p->rq_sets);
 	if (r < 0)
 		return r;
 	progs[MECH_TP_BTF][0] = skel->progs.dc_bio_queue_btf;
@@ -98,6 +149,13 @@ static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enu
 		r = filter_install(p->filter, skel->obj);
 	if (r)
 		return r;
+	p->rq_len = (size_t)p->rq_sets * sizeof(struct dc_blk_rq_set);
+	p->rq_mem = mmap(NULL, p->rq_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 bpf_map__fd(skel->maps.rq_sets), 0);
+	if (p->rq_mem == MAP_FAILED) {
+		p->rq_mem = NULL;
+		return -errno;
+	}
 	return block_bpf__attach(skel);
 }
 
@@ -118,6 +176,7 @@ static void undo(void *ctx)
 {
 	struct probe_block *p = ((struct attempt *)ctx)->p;
 
+	unmap_requests(p);
 	block_bpf__destroy(p->skel);
 	p->skel = NULL;
 	winmap_close(&p->agg);
@@ -148,6 +207,9 @@ int probe_block_new(const struct dc_config *cfg, struct traces *traces, struct p
 		if (r < 0)
 			return log_error_errno(r, "Cannot set up the block filters: %s", err);
 	}
+	/* slots come in sets of two */
+	p->bio_sets = pow2_at_least((uint64_t)cfg->block_bio_slots) / 2;
+	p->rq_sets = pow2_at_least((uint64_t)cfg->block_request_slots) / 2;
 	/* the same layout rule as the syscall maps, for the smaller block map */
 	p->percpu = strcmp(cfg->map_layout, "shared") != 0;
 	if (strcmp(cfg->block_mechanism, "auto"))
@@ -198,9 +260,11 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 }
 
 /* Requests issued longer ago than max_age_ns (all of them with 0) whose
- * completion never came: delete them and return how many. The kernel does
- * not always report a completion (see start_request() in block.bpf.c); a
- * device that really takes this long has bigger problems than our count. */
+ * completion never came: free their entries and return how many. The
+ * kernel does not always report a completion (see start_request() in
+ * block.bpf.c); a device that really takes this long has bigger problems
+ * than our count. An entry only claimed has no times yet (rq_release()
+ * clears them), so it is never taken for a stale one. */
 static uint64_t sweep_inflight(struct probe_block *p, uint64_t max_age_ns)
 {
 	int fd = bpf_map__fd(p->skel->maps.inflight);
@@ -212,7 +276,8 @@ static uint64_t sweep_inflight(struct probe_block *p, uint64_t max_age_ns)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns() is CLOCK_MONOTONIC */
 	now = (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
-	more = !bpf_map_get_next_key(fd, NULL, &next);
+	more = __atomic_load_n(&p->skel->bss->inflight_n, __ATOMIC_RELAXED) &&
+	       !bpf_map_get_next_key(fd, NULL, &next);
 	while (more) {
 		key = next;
 		more = !bpf_map_get_next_key(fd, &key, &next);
@@ -220,9 +285,28 @@ static uint64_t sweep_inflight(struct probe_block *p, uint64_t max_age_ns)
 			continue;
 		if (max_age_ns && now - f.issue_ns < max_age_ns)
 			continue;
-		if (!bpf_map_delete_elem(fd, &key))
+		if (!bpf_map_delete_elem(fd, &key)) {
+			__atomic_fetch_sub(&p->skel->bss->inflight_n, 1, __ATOMIC_SEQ_CST);
 			n++;
+		}
 	}
+	/* the table holds stale entries only where the kernel lost a
+	 * completion; a pass over it every 10 s keeps the count timely */
+	if (max_age_ns && now - p->swept_ns < 10 * 1000000000ULL)
+		return n;
+	p->swept_ns = now;
+	for (uint32_t i = 0; i < p->rq_sets && p->rq_mem; i++)
+		for (int w = 0; w < 2; w++) {
+			struct dc_blk_rq_way *way = &p->rq_mem[i].way[w];
+			__u64 tag = __atomic_load_n(&way->rq, __ATOMIC_ACQUIRE);
+			__u64 issued = __atomic_load_n(&way->f.issue_ns, __ATOMIC_RELAXED);
+
+			if (!tag || !issued || (max_age_ns && now - issued < max_age_ns))
+				continue;
+			if (__atomic_compare_exchange_n(&way->rq, &tag, 0, false, __ATOMIC_SEQ_CST,
+							__ATOMIC_RELAXED))
+				n++;
+		}
 	return n;
 }
 

@@ -660,6 +660,8 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 		json_obj_begin(&j);
 		json_key(&j, "filtered");
 		json_u64(&j, s->blk_counters[DC_BLK_CNT_FILTERED]);
+		json_key(&j, "requests_spilled");
+		json_u64(&j, s->blk_counters[DC_BLK_CNT_RQ_SPILLED]);
 		json_key(&j, "drops");
 		json_obj_begin(&j);
 		for (unsigned i = 0; i < DC_BLK_CNT_MAX; i++) {

@@ -603,8 +603,11 @@ def ext4_phases(b, fs, mib, progs=None, bpf_by_prog=None):
             for i in progs:
                 if i in after:
                     nm = after[i].get("name", str(i))
-                    per[nm] = per.get(nm, 0) + (after[i].get("run_time_ns", 0)
-                                                - before.get(i, {}).get("run_time_ns", 0)) / mib
+                    ns, runs = per.get(nm, (0, 0))
+                    per[nm] = (ns + (after[i].get("run_time_ns", 0)
+                                     - before.get(i, {}).get("run_time_ns", 0)) / mib,
+                               runs + (after[i].get("run_cnt", 0)
+                                       - before.get(i, {}).get("run_cnt", 0)) / mib)
             bpf_by_prog[label] = per
         if int(out[0]) != mib << 20:
             raise RuntimeError("ext4bench %s moved %s bytes, not %d" % (label, out[0], mib << 20))
@@ -698,7 +701,8 @@ def part_ext4(b, a, where):
                 bpf[k] = (statistics.median(x[0][k][2] for x in passes),
                           statistics.median(x[0][k][3] for x in passes))
                 names = set().union(*(x[1][k] for x in passes))
-                by_prog[k] = {n: statistics.median(x[1][k].get(n, 0) for x in passes)
+                by_prog[k] = {n: (statistics.median(x[1][k].get(n, (0, 0))[0] for x in passes),
+                                  statistics.median(x[1][k].get(n, (0, 0))[1] for x in passes))
                               for n in names}
         finally:
             with open(path, "w") as fh:
@@ -746,10 +750,13 @@ def part_ext4(b, a, where):
               "long right after (raw in parentheses: the rest of the node's activity runs them "
               "too); BPF/phase: net time / the phase's time per MiB untraced"
               % a.ext4_stats_passes)
-        print("BPF us/MiB by program (raw, medians, the largest):")
+        print("BPF us/MiB by program (raw, medians, the largest; runs per MiB and ns a run "
+              "in brackets):")
         for k, per in by_prog.items():
-            top = sorted(per.items(), key=lambda x: -x[1])[:6]
-            print("  %-15s %s" % (k, "  ".join("%s %.1f" % (n, v / 1e3) for n, v in top)))
+            top = sorted(per.items(), key=lambda x: -x[1][0])[:7]
+            print("  %-15s %s" % (k, "  ".join(
+                "%s %.1f [%.1f, %.0f]" % (n, v[0] / 1e3, v[1], v[0] / v[1] if v[1] else 0)
+                for n, v in top)))
         print("CPU us/MiB of the workload process (user+sys), medians: %s" % "; ".join(
             "%s %s" % (ph[0], " ".join("%s %.0f" % (t, out_rows[ph[0]]["cpu_us_per_mib"][t])
                                       for t in tracers)) for ph in PHASES))

@@ -28,6 +28,9 @@
 
 const volatile bool plain_updates = false;
 const volatile __u32 agent_tgid = 0;
+/* where the io controller's cgroups live (/proc/cgroups, read before
+ * load): 0 not known, checked per bio; 1 cgroup2; 2 a v1 hierarchy */
+const volatile __u8 blkcg_where = 0;
 
 static const struct dc_blk_val zero_val;
 
@@ -42,16 +45,34 @@ struct {
 
 DC_COUNTERS(blk_counters, DC_BLK_CNT_MAX);
 
-/* bios on their way to a request; a bio merged away never completes as a
- * request, so this is an LRU: stale entries age out */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64);
-	__type(value, struct dc_blk_origin);
-} bios SEC(".maps");
+/*
+ * The bio and request tables (include/datacrumbs/block.h): each program
+ * here runs once per request or bio, after the request's data went through
+ * the caches, so every line it touches is a miss; a hash map update or
+ * delete costs several (bucket, element, lock, free list) and an LRU
+ * update more. A direct-mapped set is one line, claimed by compare and
+ * exchange on its tag.
+ */
+const volatile __u32 bio_set_mask = 0; /* sets - 1, set before load */
+const volatile __u32 rq_set_mask = 0;
 
-/* requests in flight; bounded by the devices' queue depths */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dc_blk_bio_set);
+} bio_sets SEC(".maps");
+
+/* the agent sweeps requests whose completion never came (mmap) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dc_blk_rq_set);
+} rq_sets SEC(".maps");
+
+/* requests whose set was taken: bounded by the devices' queue depths */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -59,20 +80,64 @@ struct {
 	__type(value, struct dc_blk_inflight);
 } inflight SEC(".maps");
 
+/* entries in inflight, so that the common case skips its look-up */
+__u64 inflight_n = 0;
+
 #define count(which) dc_count(&blk_counters, (which))
 
-/* the whole disk's dev_t in the kernel's encoding, major << 20 | minor */
-static __always_inline __u32 rq_dev(struct request *rq)
+/*
+ * RD(direct, p, a, b, ...): p->a->b... A program attached by tp_btf has
+ * typed pointers and loads their fields directly (the JIT makes each a
+ * load that may fault, no helper call); raw_tp reads them with
+ * bpf_probe_read_kernel(), a call for every step. direct is a constant
+ * in each program: the other branch is compiled away.
+ */
+#define RD_N(...)		      RD_N_(__VA_ARGS__, 4, 3, 2, 1, 0)
+#define RD_N_(_1, _2, _3, _4, n, ...) n
+#define RD_CAT(a, b)		      RD_CAT_(a, b)
+#define RD_CAT_(a, b)		      a##b
+#define RD_1(p, a)		      (p)->a
+#define RD_2(p, a, b)		      (p)->a->b
+#define RD_3(p, a, b, c)	      (p)->a->b->c
+#define RD_4(p, a, b, c, d)	      (p)->a->b->c->d
+#define RD(direct, p, ...) \
+	((direct) ? RD_CAT(RD_, RD_N(__VA_ARGS__))(p, __VA_ARGS__) : BPF_CORE_READ(p, __VA_ARGS__))
+
+/* slab pointers share their low and high bits: the product's middle bits
+ * spread them */
+static __always_inline __u32 ptr_set(__u64 p, __u32 mask)
 {
-	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
-	__u32 major = BPF_CORE_READ(disk, major), minor = BPF_CORE_READ(disk, first_minor);
+	return (__u32)((p * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
+}
+
+/* A bio's entry can be replaced once it is this many ticks old (16 to 160
+ * ms with HZ 1000 to 100): a bio merged into another's request never
+ * starts one, so its entry stays behind. The tick count is a load; the
+ * coarse clock is refused to tracing programs. */
+#define BIO_STALE 16
+
+/* Argument i of a tp_btf program as a number: its typed pointers allow no
+ * arithmetic, and the tables hash the address (raw_tp's are numbers). */
+static __always_inline __u64 ctx_addr(unsigned long long *ctx, int i)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_kernel(&v, sizeof(v), &ctx[i]);
+	return v;
+}
+
+/* the whole disk's dev_t in the kernel's encoding, major << 20 | minor */
+static __always_inline __u32 rq_dev(struct request *rq, const bool direct)
+{
+	struct gendisk *disk = RD(direct, rq, q, disk);
+	__u32 major = RD(direct, disk, major), minor = RD(direct, disk, first_minor);
 
 	return (major << 20) | (minor & 0xfffff);
 }
 
-static __always_inline __u32 rq_op(struct request *rq)
+static __always_inline __u32 rq_op(struct request *rq, const bool direct)
 {
-	__u32 op = BPF_CORE_READ(rq, cmd_flags) & 0xff; /* REQ_OP_MASK */
+	__u32 op = RD(direct, rq, cmd_flags) & 0xff; /* REQ_OP_MASK */
 
 	switch (op) {
 	case 0:
@@ -91,14 +156,14 @@ static __always_inline __u32 rq_op(struct request *rq)
  * controller lives in a v1 hierarchy, whose ids mean nothing to the cgroup2
  * ids every other layer records: NULL then, and the caller falls back to
  * the submitter's cgroup2 id. */
-static __always_inline struct cgroup *bio_cgroup(struct bio *bio)
+static __always_inline struct cgroup *bio_cgroup(struct bio *bio, const bool direct)
 {
 	struct cgroup *cg;
 
-	if (!bpf_core_field_exists(bio->bi_blkg))
+	if (!bpf_core_field_exists(bio->bi_blkg) || blkcg_where == 2)
 		return NULL;
-	cg = BPF_CORE_READ(bio, bi_blkg, blkcg, css.cgroup);
-	if (!cg || BPF_CORE_READ(cg, root, hierarchy_id) != 0)
+	cg = RD(direct, bio, bi_blkg, blkcg, css.cgroup);
+	if (!cg || (blkcg_where != 1 && RD(direct, cg, root, hierarchy_id) != 0))
 		return NULL;
 	return cg;
 }
@@ -122,48 +187,140 @@ static __always_inline __s16 origin_trace(struct dc_blk_origin *o)
 	return (__s16)p;
 }
 
-static __always_inline void on_bio_queue(struct bio *bio)
+/*
+ * Remember a bio's origin in a free way of its set, or one whose bio is
+ * stale. A writer marks the way fresh before claiming its tag, so that no
+ * other writer takes it while the origin is being written, and a reader
+ * copies the origin, then frees the tag only if it is still the bio's (see
+ * bio_take). No way to take: the bio goes without, and its request counts
+ * issue_without_bio.
+ */
+static __always_inline void bio_put(__u64 bio, struct dc_blk_origin *o)
+{
+	__u32 i = ptr_set(bio, bio_set_mask), now = (__u32)bpf_jiffies64();
+	struct dc_blk_bio_set *s = bpf_map_lookup_elem(&bio_sets, &i);
+
+	if (!s)
+		return;
+	o->when = now;
+#pragma unroll
+	for (int w = 0; w < 2; w++) {
+		struct dc_blk_bio_way *way = &s->way[w];
+		__u64 tag = *(volatile __u64 *)&way->bio;
+
+		if (tag && tag != bio && now - way->o.when < BIO_STALE)
+			continue;
+		way->o.when = now;
+		if (__sync_val_compare_and_swap(&way->bio, tag, bio) != tag)
+			continue;
+		way->o = *o;
+		return;
+	}
+}
+
+/* The bio's origin, taken out of the table; false: not there, or replaced
+ * while copied (the copy may then mix two origins). */
+static __always_inline bool bio_take(__u64 bio, struct dc_blk_origin *o)
+{
+	__u32 i = ptr_set(bio, bio_set_mask);
+	struct dc_blk_bio_set *s = bpf_map_lookup_elem(&bio_sets, &i);
+
+	if (!s)
+		return false;
+#pragma unroll
+	for (int w = 0; w < 2; w++) {
+		struct dc_blk_bio_way *way = &s->way[w];
+
+		if (*(volatile __u64 *)&way->bio != bio)
+			continue;
+		*o = way->o;
+		return __sync_val_compare_and_swap(&way->bio, bio, 0) == bio;
+	}
+	return false;
+}
+
+static __always_inline void on_bio_queue(struct bio *bio, __u64 key, const bool direct)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct dc_blk_origin o = {};
-	__u64 key = (__u64)bio;
-	struct cgroup *cg = bio_cgroup(bio);
+	struct cgroup *cg = bio_cgroup(bio, direct);
 
-	/* kernel threads have no mm: writeback, journal, loop workers */
-	if (!BPF_CORE_READ(task, mm))
-		o.tgid = 0;
-	else
-		o.tgid = BPF_CORE_READ(task, tgid);
-	o.cgroup_id = cg ? BPF_CORE_READ(cg, kn, id) : 0;
+	/* kernel threads have no mm: writeback, journal, loop workers (the
+	 * task is a typed pointer in every program type) */
+	o.tgid = task->mm ? task->tgid : 0;
+	o.cgroup_id = cg ? RD(direct, cg, kn, id) : 0;
 	if (!o.cgroup_id)
 		o.cgroup_id = o.tgid ? bpf_get_current_cgroup_id() : 0;
 	/* a process is filtered as itself; a kernel thread has no uid or comm
 	 * of its own to match, only the cgroup it writes for */
 	o.filtered = o.tgid ? dc_filtered(task) : dc_filtered_cgroup(cg);
 	o.trace = origin_trace(&o);
-	bpf_map_update_elem(&bios, &key, &o, BPF_ANY);
+	bio_put(key, &o);
 }
 
 static __always_inline void set_origin(struct dc_blk_inflight *f, struct request *rq)
 {
-	__u64 bkey = (__u64)BPF_CORE_READ(rq, bio);
-	struct dc_blk_origin *o = bkey ? bpf_map_lookup_elem(&bios, &bkey) : NULL;
+	struct bio *bio = BPF_CORE_READ(rq, bio);
+	struct task_struct *task;
+	struct cgroup *cg;
 
-	if (o) {
-		f->origin = *o;
-		bpf_map_delete_elem(&bios, &bkey);
-	} else {
-		/* no bio seen (submitted before attach, or a passthrough request):
-		 * the issuing context is the best we have */
-		struct task_struct *task = bpf_get_current_task_btf();
-
-		count(DC_BLK_CNT_NO_ORIGIN);
-		f->origin.tgid = BPF_CORE_READ(task, mm) ? BPF_CORE_READ(task, tgid) : 0;
+	if (bio && bio_take((__u64)bio, &f->origin))
+		return;
+	/* no bio seen (submitted before attach, a passthrough request, or its
+	 * entry replaced): the issuing context is the best we have, with the
+	 * bio's cgroup where it has one (bio is a number here: probe reads) */
+	task = bpf_get_current_task_btf();
+	cg = bio ? bio_cgroup(bio, false) : NULL;
+	count(DC_BLK_CNT_NO_ORIGIN);
+	f->origin.tgid = task->mm ? task->tgid : 0;
+	f->origin.tid = 0;
+	f->origin.cgroup_id = cg ? BPF_CORE_READ(cg, kn, id) : 0;
+	if (!f->origin.cgroup_id)
 		f->origin.cgroup_id = f->origin.tgid ? bpf_get_current_cgroup_id() : 0;
-		f->origin.filtered = f->origin.tgid ? dc_filtered(task) : dc_filtered_cgroup(NULL);
-		f->origin.trace = origin_trace(&f->origin);
-	}
+	f->origin.filtered = f->origin.tgid ? dc_filtered(task) : dc_filtered_cgroup(cg);
+	f->origin.trace = origin_trace(&f->origin);
 }
+
+/* A request's entry: its way in the table, else the spare hash. */
+static __always_inline struct dc_blk_inflight *rq_lookup(__u64 rq)
+{
+	__u32 i = ptr_set(rq, rq_set_mask);
+	struct dc_blk_rq_set *s = bpf_map_lookup_elem(&rq_sets, &i);
+
+	if (s) {
+		if (s->way[0].rq == rq)
+			return &s->way[0].f;
+		if (s->way[1].rq == rq)
+			return &s->way[1].f;
+	}
+	if (!*(volatile __u64 *)&inflight_n)
+		return NULL;
+	return bpf_map_lookup_elem(&inflight, &rq);
+}
+
+/* After the last read of its entry. A free way has no times: the agent's
+ * sweep (agent/probe-block.c) then never takes a way just claimed for a
+ * stale one. */
+static __always_inline void rq_release(__u64 rq)
+{
+	__u32 i = ptr_set(rq, rq_set_mask);
+	struct dc_blk_rq_set *s = bpf_map_lookup_elem(&rq_sets, &i);
+
+	if (s) {
+#pragma unroll
+		for (int w = 0; w < 2; w++)
+			if (s->way[w].rq == rq) {
+				s->way[w].f.issue_ns = 0;
+				s->way[w].f.insert_ns = 0;
+				__sync_val_compare_and_swap(&s->way[w].rq, rq, 0);
+				return;
+			}
+	}
+	if (*(volatile __u64 *)&inflight_n && !bpf_map_delete_elem(&inflight, &rq))
+		__sync_fetch_and_add(&inflight_n, -1);
+}
+
+static const struct dc_blk_inflight zero_inflight;
 
 /*
  * The entry of a request starting its life (insert, or issue without
@@ -173,11 +330,20 @@ static __always_inline void set_origin(struct dc_blk_inflight *f, struct request
  * bpftrace agrees): count it and start afresh, so its origin and times do
  * not leak into this request.
  */
-static __always_inline struct dc_blk_inflight *start_request(struct request *rq)
+static __always_inline struct dc_blk_inflight *start_request(struct request *rq, __u64 key)
 {
-	__u64 key = (__u64)rq;
-	struct dc_blk_inflight *f = bpf_map_lookup_elem(&inflight, &key);
+	__u32 i = ptr_set(key, rq_set_mask);
+	struct dc_blk_rq_set *s = bpf_map_lookup_elem(&rq_sets, &i);
+	struct dc_blk_inflight *f = NULL;
 
+	if (!s)
+		return NULL;
+	if (s->way[0].rq == key)
+		f = &s->way[0].f;
+	else if (s->way[1].rq == key)
+		f = &s->way[1].f;
+	else if (*(volatile __u64 *)&inflight_n)
+		f = bpf_map_lookup_elem(&inflight, &key);
 	if (f) {
 		if (!f->issue_ns)
 			return f; /* inserted, now issued: the same request */
@@ -187,53 +353,65 @@ static __always_inline struct dc_blk_inflight *start_request(struct request *rq)
 		set_origin(f, rq);
 		return f;
 	}
-	if (bpf_map_update_elem(&inflight, &key, &(struct dc_blk_inflight){}, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&inflight, &key)) {
+	/* a new request: a free way, claimed by its tag */
+#pragma unroll
+	for (int w = 0; w < 2; w++) {
+		if (s->way[w].rq || __sync_val_compare_and_swap(&s->way[w].rq, 0, key))
+			continue;
+		f = &s->way[w].f;
+		f->insert_ns = 0;
+		f->issue_ns = 0;
+		set_origin(f, rq);
+		return f;
+	}
+	count(DC_BLK_CNT_RQ_SPILLED);
+	if (bpf_map_update_elem(&inflight, &key, &zero_inflight, BPF_NOEXIST)) {
 		count(DC_BLK_CNT_RQ_FULL);
 		return NULL;
 	}
+	__sync_fetch_and_add(&inflight_n, 1);
 	f = bpf_map_lookup_elem(&inflight, &key);
 	if (f)
 		set_origin(f, rq);
 	return f;
 }
 
-static __always_inline void on_insert(struct request *rq)
+static __always_inline void on_insert(struct request *rq, __u64 key)
 {
-	struct dc_blk_inflight *f = start_request(rq);
+	struct dc_blk_inflight *f = start_request(rq, key);
 
 	if (f)
 		f->insert_ns = bpf_ktime_get_ns();
 }
 
-static __always_inline void on_issue(struct request *rq)
+static __always_inline void on_issue(struct request *rq, __u64 key, const bool direct)
 {
-	struct dc_blk_inflight *f = start_request(rq);
+	struct dc_blk_inflight *f = start_request(rq, key);
 
 	if (f) {
 		f->issue_ns = bpf_ktime_get_ns();
-		f->sector = BPF_CORE_READ(rq, __sector);
-		f->bytes = BPF_CORE_READ(rq, __data_len);
+		f->sector = RD(direct, rq, __sector);
+		f->bytes = RD(direct, rq, __data_len);
 	}
 }
 
 /* A requeued request is issued again later: not a lost completion. */
-static __always_inline void on_requeue(struct request *rq)
+static __always_inline void on_requeue(__u64 key)
 {
-	__u64 key = (__u64)rq;
-	struct dc_blk_inflight *f = bpf_map_lookup_elem(&inflight, &key);
+	struct dc_blk_inflight *f = rq_lookup(key);
 
 	if (f)
 		f->issue_ns = 0;
 }
 
-static __always_inline void on_complete(struct request *rq, unsigned int nr_bytes)
+static __always_inline void on_complete(struct request *rq, __u64 key, unsigned int nr_bytes,
+					const bool direct)
 {
-	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), qlat = 0, dlat;
-	struct dc_blk_inflight *f = bpf_map_lookup_elem(&inflight, &key);
+	__u64 now = bpf_ktime_get_ns(), qlat = 0, dlat;
+	struct dc_blk_inflight *f = rq_lookup(key);
 	struct dc_blk_key k = {};
 	struct dc_blk_val *v;
-	__u32 op;
+	__u32 op, len;
 	bool final;
 	bool inserted;
 
@@ -243,7 +421,8 @@ static __always_inline void on_complete(struct request *rq, unsigned int nr_byte
 	}
 	/* the tracepoint fires before the request is updated: __data_len is
 	 * what remained, so a completion of all of it is the last one */
-	final = nr_bytes >= BPF_CORE_READ(rq, __data_len);
+	len = RD(direct, rq, __data_len);
+	final = nr_bytes >= len;
 	/* the agent's own requests (filter.exclude_self), like its syscalls,
 	 * and those the filters leave out: timed for nothing, counted once */
 	if ((agent_tgid && f->origin.tgid == agent_tgid) || f->origin.filtered) {
@@ -251,11 +430,11 @@ static __always_inline void on_complete(struct request *rq, unsigned int nr_byte
 			return;
 		if (f->origin.filtered)
 			count(DC_BLK_CNT_FILTERED);
-		bpf_map_delete_elem(&inflight, &key);
+		rq_release(key);
 		return;
 	}
-	op = rq_op(rq);
-	k.dev = rq_dev(rq);
+	op = rq_op(rq, direct);
+	k.dev = rq_dev(rq, direct);
 	k.op = op;
 	k.tgid = f->origin.tgid;
 	k.cgroup_id = f->origin.cgroup_id;
@@ -283,7 +462,7 @@ static __always_inline void on_complete(struct request *rq, unsigned int nr_byte
 		trace_layer_call(&t, f->origin.trace);
 	}
 	if (final)
-		bpf_map_delete_elem(&inflight, &key);
+		rq_release(key);
 
 	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
 	if (!v) {
@@ -299,76 +478,76 @@ static __always_inline void on_complete(struct request *rq, unsigned int nr_byte
 	dc_add(&v->device_ns, dlat);
 	dc_add(&v->qlat_hist[dc_hist_slot(qlat, DC_LAT_SLOTS)], 1);
 	dc_add(&v->dlat_hist[dc_hist_slot(dlat, DC_LAT_SLOTS)], 1);
-	dc_add(&v->size_hist[dc_hist_slot(BPF_CORE_READ(rq, __data_len), DC_SIZE_SLOTS)], 1);
+	dc_add(&v->size_hist[dc_hist_slot(len, DC_SIZE_SLOTS)], 1);
 }
 
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(dc_bio_queue_btf, struct bio *bio)
 {
-	on_bio_queue(bio);
+	on_bio_queue(bio, ctx_addr(ctx, 0), true);
 	return 0;
 }
 
 SEC("tp_btf/block_rq_insert")
 int BPF_PROG(dc_rq_insert_btf, struct request *rq)
 {
-	on_insert(rq);
+	on_insert(rq, ctx_addr(ctx, 0));
 	return 0;
 }
 
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(dc_rq_issue_btf, struct request *rq)
 {
-	on_issue(rq);
+	on_issue(rq, ctx_addr(ctx, 0), true);
 	return 0;
 }
 
 SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(dc_rq_requeue_btf, struct request *rq)
 {
-	on_requeue(rq);
+	on_requeue(ctx_addr(ctx, 0));
 	return 0;
 }
 
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(dc_rq_complete_btf, struct request *rq, int error, unsigned int nr_bytes)
 {
-	on_complete(rq, nr_bytes);
+	on_complete(rq, ctx_addr(ctx, 0), nr_bytes, true);
 	return 0;
 }
 
 SEC("raw_tp/block_bio_queue")
 int BPF_PROG(dc_bio_queue_raw, struct bio *bio)
 {
-	on_bio_queue(bio);
+	on_bio_queue(bio, ctx[0], false);
 	return 0;
 }
 
 SEC("raw_tp/block_rq_insert")
 int BPF_PROG(dc_rq_insert_raw, struct request *rq)
 {
-	on_insert(rq);
+	on_insert(rq, ctx[0]);
 	return 0;
 }
 
 SEC("raw_tp/block_rq_issue")
 int BPF_PROG(dc_rq_issue_raw, struct request *rq)
 {
-	on_issue(rq);
+	on_issue(rq, ctx[0], false);
 	return 0;
 }
 
 SEC("raw_tp/block_rq_requeue")
 int BPF_PROG(dc_rq_requeue_raw, struct request *rq)
 {
-	on_requeue(rq);
+	on_requeue(ctx[0]);
 	return 0;
 }
 
 SEC("raw_tp/block_rq_complete")
 int BPF_PROG(dc_rq_complete_raw, struct request *rq, int error, unsigned int nr_bytes)
 {
-	on_complete(rq, nr_bytes);
+	on_complete(rq, ctx[0], nr_bytes, false);
 	return 0;
 }
 

@@ -54,7 +54,7 @@ struct dc_blk_origin {
 	/* the trace policy for the submitter, decided where its task is known:
 	 * -1 not traced, 0 only if slow, DC_TEV_FULL a fully traced workload */
 	__s16 trace;
-	__u32 pad;
+	__u32 when; /* in the bio table: submitted at (jiffies, low 32 bits) */
 };
 
 /* A request in flight. */
@@ -66,6 +66,30 @@ struct dc_blk_inflight {
 	struct dc_blk_origin origin;
 };
 
+/*
+ * The two direct-mapped tables of bpf/block.bpf.c: a set is chosen by a
+ * hash of the pointer (bio or request) and holds two ways in one cache
+ * line. A way is free while its tag is 0. Sizes (sets, a power of two) are
+ * set before load from probes.block.bio_slots and request_slots.
+ */
+struct dc_blk_bio_way {
+	__u64 bio; /* tag */
+	struct dc_blk_origin o;
+};
+
+struct dc_blk_bio_set {
+	struct dc_blk_bio_way way[2];
+};
+
+struct dc_blk_rq_way {
+	__u64 rq; /* tag */
+	struct dc_blk_inflight f;
+};
+
+struct dc_blk_rq_set {
+	struct dc_blk_rq_way way[2];
+};
+
 enum dc_blk_counter {
 	DC_BLK_CNT_AGG_FULL = 0,  /* key did not fit: counted in blk_overflow */
 	DC_BLK_CNT_NO_ISSUE = 1,  /* completion without its issue (in flight at start) */
@@ -75,7 +99,10 @@ enum dc_blk_counter {
 	 * struct was reused, or the agent swept it after 30 s): not counted */
 	DC_BLK_CNT_UNSEEN = 4,
 	DC_BLK_CNT_FILTERED = 5, /* requests of processes (cgroups) left out by filter.* */
-	DC_BLK_CNT_MAX = 6,
+	/* requests whose set in the request table was taken: timed in the
+	 * spare hash instead (not a loss; a sign request_slots is small) */
+	DC_BLK_CNT_RQ_SPILLED = 6,
+	DC_BLK_CNT_MAX = 7,
 };
 
 #endif

@@ -295,14 +295,20 @@ def scenario_sigint_duration(agent_bin, wl_bin):
     c.done()
 
 
-def scenario_block(agent_bin, wl_bin, mechanism="auto"):
-    """O_DIRECT I/O of known sizes on a loop device: exact requests, bytes and origin."""
+def scenario_block(agent_bin, wl_bin, mechanism="auto", small=False):
+    """O_DIRECT I/O of known sizes on a loop device: exact requests, bytes and origin.
+    small: one set of two slots in each of the bio and request tables, and
+    four threads with requests in flight together: requests spill to the
+    spare hash (and bios may lose their slots), and the counts stay exact."""
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-blk-", dir="/var/tmp")
     with loop_device(tmp) as dev:
-        a = Agent(agent_bin, 'interval = 0.2;\nprobes = { block = { mechanism = "%s"; }; };\n'
-                  % mechanism)
+        conf = 'interval = 0.2;\nprobes = { block = { mechanism = "%s"; }; };\n' % mechanism
         params = dict(iters=300, size=65536)
+        if small:
+            conf += 'maps = { block_bio_slots = 2; block_request_slots = 2; };\n'
+            params = dict(iters=200, size=16384, threads=4)
+        a = Agent(agent_bin, conf)
         pid = workload_pid(run_workload(wl_bin, blockdev=dev, comm="blkwl", **params))
         c.eq(a.stop(), 0, "agent exits 0")
     recs = a.records()
@@ -321,7 +327,7 @@ def scenario_block(agent_bin, wl_bin, mechanism="auto"):
             t[2] += o["kernel_count"]
             if sum(o["device_hist"]) != o["count"] or sum(o["size_hist"]) != o["count"]:
                 c.check(False, "histograms add up to the request count")
-    n, size = params["iters"], params["size"]
+    n, size = params["iters"] * params.get("threads", 1), params["size"]
     drops = {}
     for r in recs:
         if r["type"] == "agent":
@@ -361,6 +367,11 @@ def scenario_block(agent_bin, wl_bin, mechanism="auto"):
     mech = {p["mechanism"] for r in agents for p in r["probes"] if p["name"] == "block"}
     c.check(len(mech) == 1 and (mechanism == "auto" or mech == {mechanism}),
             "block mechanism reported (%s)" % mech)
+    spilled = sum(r["block"]["requests_spilled"] for r in agents)
+    if small:
+        c.check(spilled > 0, "requests spilled to the spare hash (%d)" % spilled)
+    else:
+        c.eq(spilled, 0, "no request spilled from the default table")
     c.done()
 
 
@@ -894,6 +905,8 @@ def main():
     if scenario.startswith("pagecache"):
         return scenario_pagecache(agent_bin, wl_bin,
                                   scenario[10:] if scenario != "pagecache" else "auto")
+    if scenario == "block-small-tables":
+        return scenario_block(agent_bin, wl_bin, small=True)
     if scenario.startswith("block"):
         return scenario_block(agent_bin, wl_bin, scenario[6:] if scenario != "block" else "auto")
     if scenario == "vfs":

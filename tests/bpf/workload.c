@@ -23,9 +23,10 @@
  *   no pipe2 or close in the child.
  * Thread stacks come from mmap (by glibc): mmap is not part of the contract.
  *
- * With --blockdev DEV the child instead opens DEV with O_DIRECT and makes
- * N aligned pwrites of --size bytes, then N preads of them: N write and N
- * read requests of exactly that size at the block layer.
+ * With --blockdev DEV the child instead opens DEV with O_DIRECT and makes,
+ * per thread in a region of its own, N aligned pwrites of --size bytes,
+ * then N preads of them: N write and N read requests per thread of exactly
+ * that size at the block layer.
  *
  * With --uring 1 the child instead creates one io_uring (raw io_uring_setup
  * and io_uring_enter, rings mmap()ed: no liburing) on a new file in --dir
@@ -109,8 +110,11 @@ static void hop_reads(int t)
 	pthread_join(w, NULL);
 }
 
-static void block_io(void)
+/* Thread t's O_DIRECT requests: N writes then N reads of its own region
+ * (threads keep several requests in flight at once). */
+static void *block_thread(void *arg)
 {
+	off_t base = (off_t)(long)arg * iters * (off_t)size;
 	void *buf;
 	int fd;
 
@@ -121,13 +125,26 @@ static void block_io(void)
 	if (fd < 0)
 		_exit(31);
 	for (int i = 0; i < iters; i++)
-		if (pwrite(fd, buf, size, (off_t)i * (off_t)size) != (ssize_t)size)
+		if (pwrite(fd, buf, size, base + (off_t)i * (off_t)size) != (ssize_t)size)
 			_exit(32);
 	for (int i = 0; i < iters; i++)
-		if (pread(fd, buf, size, (off_t)i * (off_t)size) != (ssize_t)size)
+		if (pread(fd, buf, size, base + (off_t)i * (off_t)size) != (ssize_t)size)
 			_exit(33);
 	close(fd);
 	free(buf);
+	return NULL;
+}
+
+static void block_io(void)
+{
+	pthread_t th[64];
+
+	for (long t = 1; t < nthreads; t++)
+		if (pthread_create(&th[t], NULL, block_thread, (void *)t))
+			_exit(20);
+	block_thread((void *)0);
+	for (long t = 1; t < nthreads; t++)
+		pthread_join(th[t], NULL);
 }
 
 struct ring {
