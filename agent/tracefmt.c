@@ -130,16 +130,24 @@ static void put_i64(struct dc_buf *b, int64_t v)
 		put_u64(b, (uint64_t)v);
 }
 
-static void put_hex16(struct dc_buf *b, uint64_t v)
+/* a 64-bit hash as a quoted string of 16 hex digits, built on the stack:
+ * one append, not one per character */
+static void hex16_json(char out[18], uint64_t v)
 {
 	static const char hex[] = "0123456789abcdef";
 
-	if (buf_grow(b, 18) < 0)
-		return;
-	b->data[b->len++] = '"';
-	for (int i = 15; i >= 0; i--)
-		b->data[b->len++] = hex[(v >> (i * 4)) & 15];
-	b->data[b->len++] = '"';
+	out[0] = '"';
+	for (int i = 0; i < 16; i++)
+		out[16 - i] = hex[(v >> (i * 4)) & 15];
+	out[17] = '"';
+}
+
+static void put_hex16(struct dc_buf *b, uint64_t v)
+{
+	char s[18];
+
+	hex16_json(s, v);
+	buf_put(b, s, sizeof(s));
 }
 
 #define LIT(b, s) buf_put((b), (s), sizeof(s) - 1)
@@ -247,6 +255,7 @@ void trace_batch_add(struct trace_batch *b, const struct trace_host *h, const st
 
 	if (!b->host_done) {
 		meta_host(b, h);
+		hex16_json(b->hhash_json, h->hhash);
 		b->host_done = true;
 	}
 	if (u64set_add(&b->pids, (uint64_t)e->pid + 1) && n->comm)
@@ -283,7 +292,7 @@ void trace_batch_add(struct trace_batch *b, const struct trace_host *h, const st
 	LIT(o, ",\"dur\":");
 	put_us3(o, e->dur_ns);
 	LIT(o, ",\"ph\":\"X\",\"args\":{\"hhash\":");
-	put_hex16(o, h->hhash);
+	buf_put(o, b->hhash_json, sizeof(b->hhash_json));
 	if (n->fhash) {
 		LIT(o, ",\"fhash\":");
 		put_hex16(o, n->fhash);

@@ -33,6 +33,7 @@ struct trace_batch {
 	uint64_t n_events, n_meta;
 	uint64_t weight_sum;
 	bool host_done;
+	char hhash_json[18]; /* the host's hash, quoted: the same in every event */
 };
 
 /* What the agent resolved for one event. */
