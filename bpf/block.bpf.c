@@ -322,6 +322,23 @@ static __always_inline void rq_release(__u64 rq)
 
 static const struct dc_blk_inflight zero_inflight;
 
+/* A new request's entry: a free way of its set, claimed by its tag, else
+ * the spare hash. */
+static __always_inline struct dc_blk_inflight *rq_claim(struct dc_blk_rq_set *s, __u64 key)
+{
+#pragma unroll
+	for (int w = 0; w < 2; w++)
+		if (!s->way[w].rq && !__sync_val_compare_and_swap(&s->way[w].rq, 0, key))
+			return &s->way[w].f;
+	count(DC_BLK_CNT_RQ_SPILLED);
+	if (bpf_map_update_elem(&inflight, &key, &zero_inflight, BPF_NOEXIST)) {
+		count(DC_BLK_CNT_RQ_FULL);
+		return NULL;
+	}
+	__sync_fetch_and_add(&inflight_n, 1);
+	return bpf_map_lookup_elem(&inflight, &key);
+}
+
 /*
  * The entry of a request starting its life (insert, or issue without
  * insert). An entry that was already issued belongs to an earlier request
@@ -348,31 +365,14 @@ static __always_inline struct dc_blk_inflight *start_request(struct request *rq,
 		if (!f->issue_ns)
 			return f; /* inserted, now issued: the same request */
 		count(DC_BLK_CNT_UNSEEN);
-		f->insert_ns = 0;
-		f->issue_ns = 0;
-		set_origin(f, rq);
-		return f;
+	} else {
+		f = rq_claim(s, key);
+		if (!f)
+			return NULL;
 	}
-	/* a new request: a free way, claimed by its tag */
-#pragma unroll
-	for (int w = 0; w < 2; w++) {
-		if (s->way[w].rq || __sync_val_compare_and_swap(&s->way[w].rq, 0, key))
-			continue;
-		f = &s->way[w].f;
-		f->insert_ns = 0;
-		f->issue_ns = 0;
-		set_origin(f, rq);
-		return f;
-	}
-	count(DC_BLK_CNT_RQ_SPILLED);
-	if (bpf_map_update_elem(&inflight, &key, &zero_inflight, BPF_NOEXIST)) {
-		count(DC_BLK_CNT_RQ_FULL);
-		return NULL;
-	}
-	__sync_fetch_and_add(&inflight_n, 1);
-	f = bpf_map_lookup_elem(&inflight, &key);
-	if (f)
-		set_origin(f, rq);
+	f->insert_ns = 0;
+	f->issue_ns = 0;
+	set_origin(f, rq);
 	return f;
 }
 
