@@ -317,31 +317,6 @@ static __always_inline void proc_note(__u32 tgid)
 		count(DC_CNT_PROC_FAIL);
 }
 
-/*
- * The file layer's exit as global functions, one per way of reading the
- * kernel's structs: the verifier checks each once, where inlined it checked
- * the file layer again for every state of the exit program that reached it
- * (37,120 instructions walked for the program, 11,293 without the file
- * layer; bench/progsize). The task is current: taken here again, typed.
- */
-__noinline int dc_file_exit_direct(struct dc_file_stash *fs, long ret, __u64 lat, __u64 cgroup_id,
-				   struct dc_stash *hs)
-{
-	if (fs)
-		file_exit(fs, bpf_get_current_task_btf(), ret, lat, cgroup_id, true,
-			  hs ? hs->file_hints : NULL);
-	return 0;
-}
-
-__noinline int dc_file_exit_probe(struct dc_file_stash *fs, long ret, __u64 lat, __u64 cgroup_id,
-				  struct dc_stash *hs)
-{
-	if (fs)
-		file_exit(fs, bpf_get_current_task_btf(), ret, lat, cgroup_id, false,
-			  hs ? hs->file_hints : NULL);
-	return 0;
-}
-
 static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool direct)
 {
 	__u32 op = lookup_op(nr), src, tgid;
@@ -379,8 +354,7 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 		hs->hint_cg = key.cgroup_id;
 	}
 	if (files_on && fs.kind)
-		(direct ? dc_file_exit_direct : dc_file_exit_probe)(&fs, ret, lat, key.cgroup_id,
-								    hs);
+		file_exit(&fs, task, ret, lat, key.cgroup_id, direct, hs ? hs->file_hints : NULL);
 
 	src = size_src(op);
 	if (ret >= 0 && src != DC_SZ_NONE) {
