@@ -219,12 +219,13 @@ void probe_file_disable(struct syscall_bpf *skel)
 	bpf_map__set_autocreate(skel->maps.file_state, false);
 	bpf_map__set_autocreate(skel->maps.file_barrier, false);
 	bpf_map__set_autocreate(skel->maps.file_overflow, false);
-	bpf_map__set_autocreate(skel->maps.file_counters, false);
 	bpf_map__set_autocreate(skel->maps.file_pos, false);
 	bpf_map__set_autocreate(skel->maps.file_aux, false);
-	bpf_map__set_autocreate(skel->maps.paths, false);
-	bpf_map__set_autocreate(skel->maps.path_scratch, false);
 	bpf_map__set_autocreate(skel->maps.chunk_scratch, false);
+	/* The name walk is a global function (dc_send_path), which kernels
+	 * before 6.8 verify even where no call reaches it: the maps it uses
+	 * stay, the ring at its smallest (a page). */
+	bpf_map__set_max_entries(skel->maps.paths, 4096);
 }
 
 int probe_file_install(struct probe_file *p, struct syscall_bpf *skel)

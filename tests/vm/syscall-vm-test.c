@@ -370,3 +370,33 @@ int syscall_vm_run(const char *mech, const char *stash)
 	probe_syscall_free(p);
 	return c.failed != 0;
 }
+
+int syscall_vm_run_nofiles(void)
+{
+	struct probe_syscall *p = NULL;
+	libbpf_print_fn_t prev;
+	struct dc_config cfg;
+	char err[256];
+	int r;
+
+	/* the file layer off: its maps are not created, and the programs that
+	 * stay (the file-name walk is a global function, which 6.1's verifier
+	 * checks even where no call reaches it) must load without them */
+	config_defaults(&cfg);
+	if (config_set(&cfg, "probes.files.enable", "false", err, sizeof(err)) < 0) {
+		printf("VMTEST syscall/files-off FAIL config: %s\n", err);
+		return 1;
+	}
+	log_next = 0;
+	prev = libbpf_set_print(keep_warning);
+	r = probe_syscall_new(&cfg, &p);
+	libbpf_set_print(prev);
+	if (r < 0) {
+		printf("VMTEST syscall/files-off FAIL attach: %s\n", strerror(-r));
+		print_warnings("syscall/files-off");
+		return 1;
+	}
+	printf("VMTEST syscall/files-off PASS [%s]\n", probe_syscall_detail(p));
+	probe_syscall_free(p);
+	return 0;
+}

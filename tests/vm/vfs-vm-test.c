@@ -196,6 +196,7 @@ int main(void)
 	failed |= syscall_vm_run("tp_btf", "task_storage");
 	/* the per-thread hash, for kernels without task storage (< 5.11) */
 	failed |= syscall_vm_run("tp_btf", "hash");
+	failed |= syscall_vm_run_nofiles();
 	failed |= uprobe_vm_run();
 	printf("VMTEST DONE %s\n", failed ? "FAIL" : "PASS");
 	if (getpid() == 1) {

@@ -14,6 +14,10 @@
  * (auto: task storage here, or hash). */
 int syscall_vm_run(const char *mech, const char *stash);
 
+/* The same programs with the file layer off (probes.files.enable false):
+ * they load without the file layer's maps. */
+int syscall_vm_run_nofiles(void);
+
 /* The library layer's auto mechanism through probe_uprobe_new(): on a
  * kernel before 6.6, refused uprobe_multi, then perf-event uprobes. */
 int uprobe_vm_run(void);
