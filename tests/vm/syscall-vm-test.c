@@ -236,6 +236,24 @@ static bool kernel_has_func(const char *fn)
 	return has;
 }
 
+/* probe_syscall_new() with libbpf's warnings kept; a refusal is reported
+ * with them */
+static int load(const struct dc_config *cfg, const char *name, struct probe_syscall **p)
+{
+	libbpf_print_fn_t prev;
+	int r;
+
+	log_next = 0;
+	prev = libbpf_set_print(keep_warning);
+	r = probe_syscall_new(cfg, p);
+	libbpf_set_print(prev);
+	if (r < 0) {
+		printf("VMTEST %s FAIL attach: %s\n", name, strerror(-r));
+		print_warnings(name);
+	}
+	return r;
+}
+
 int syscall_vm_run(const char *mech, const char *stash)
 {
 	static struct dc_drain_result res;
@@ -243,7 +261,6 @@ int syscall_vm_run(const char *mech, const char *stash)
 	struct dc_file_drain fres = {};
 	struct probe_syscall *p = NULL;
 	struct probe_file *pf;
-	libbpf_print_fn_t prev;
 	struct dc_config cfg;
 	char name[64], err[256];
 	struct checks c = {.name = name};
@@ -264,15 +281,9 @@ int syscall_vm_run(const char *mech, const char *stash)
 		printf("VMTEST %s FAIL config: %s\n", name, err);
 		return 1;
 	}
-	log_next = 0;
-	prev = libbpf_set_print(keep_warning);
-	r = probe_syscall_new(&cfg, &p);
-	libbpf_set_print(prev);
-	if (r < 0) {
-		printf("VMTEST %s FAIL attach: %s\n", name, strerror(-r));
-		print_warnings(name);
+	r = load(&cfg, name, &p);
+	if (r < 0)
 		return 1;
-	}
 	pf = probe_syscall_files(p);
 	if (strcmp(probe_syscall_mechanism(p), mech) || !pf) {
 		/* the agent keeps the syscall layer when the file code is
@@ -374,28 +385,19 @@ int syscall_vm_run(const char *mech, const char *stash)
 int syscall_vm_run_nofiles(void)
 {
 	struct probe_syscall *p = NULL;
-	libbpf_print_fn_t prev;
 	struct dc_config cfg;
 	char err[256];
-	int r;
 
-	/* the file layer off: its maps are not created, and the programs that
-	 * stay (the file-name walk is a global function, which 6.1's verifier
-	 * checks even where no call reaches it) must load without them */
+	/* the file layer off: the programs keep the file-name walk, a global
+	 * function 6.1's verifier checks even where no call reaches it, and
+	 * load only if the maps it uses exist */
 	config_defaults(&cfg);
 	if (config_set(&cfg, "probes.files.enable", "false", err, sizeof(err)) < 0) {
 		printf("VMTEST syscall/files-off FAIL config: %s\n", err);
 		return 1;
 	}
-	log_next = 0;
-	prev = libbpf_set_print(keep_warning);
-	r = probe_syscall_new(&cfg, &p);
-	libbpf_set_print(prev);
-	if (r < 0) {
-		printf("VMTEST syscall/files-off FAIL attach: %s\n", strerror(-r));
-		print_warnings("syscall/files-off");
+	if (load(&cfg, "syscall/files-off", &p) < 0)
 		return 1;
-	}
 	printf("VMTEST syscall/files-off PASS [%s]\n", probe_syscall_detail(p));
 	probe_syscall_free(p);
 	return 0;
