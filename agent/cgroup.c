@@ -27,6 +27,23 @@ struct cgroup_cache {
 	struct cg_slot slots[CACHE_SLOTS];
 };
 
+int cgroup_io_where(void)
+{
+	FILE *f = fopen("/proc/cgroups", "re");
+	char line[256], name[64];
+	int hier, n, on, where = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %d %d %d", name, &hier, &n, &on) == 4 &&
+		    (!strcmp(name, "blkio") || !strcmp(name, "io"))) {
+			where = on ? (hier ? 2 : 1) : 0;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return where;
+}
+
 /* bpf_get_current_cgroup_id() names a cgroup of the v2 hierarchy, which is
  * at /sys/fs/cgroup on unified systems and elsewhere (often .../unified) on
  * hybrid ones: find where it is mounted. */

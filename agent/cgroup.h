@@ -19,6 +19,11 @@ struct cgroup_cache;
 /* Where the cgroup2 hierarchy is mounted (hybrid hosts too); -ENOENT. */
 int cgroup2_mount(char *out, size_t len);
 
+/* Where the io controller's cgroups live (/proc/cgroups): 1 the cgroup2
+ * hierarchy, 2 a v1 one (a hybrid host: a bio's blkcg then means nothing
+ * to the cgroup2 ids of the other layers), 0 not known. */
+int cgroup_io_where(void);
+
 /* root NULL: wherever cgroup2 is mounted */
 int cgroup_cache_new(const char *root, struct cgroup_cache **ret);
 struct cgroup_cache *cgroup_cache_free(struct cgroup_cache *c);

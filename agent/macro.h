@@ -3,11 +3,22 @@
 #define DC_MACRO_H
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define _cleanup_(f)  __attribute__((cleanup(f)))
+#define _cleanup_(f) __attribute__((cleanup(f)))
+
+/* The least power of two >= n (1 for 0). */
+static inline uint64_t pow2_at_least(uint64_t n)
+{
+	uint64_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Hand ownership out of a _cleanup_ variable. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "block.skel.h"
+#include "cgroup.h"
 #include "counters.h"
 #include "filter.h"
 #include "log.h"
@@ -65,37 +66,6 @@ struct probe_block *probe_block_free(struct probe_block *p)
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_block *, probe_block_free);
 
-static uint64_t pow2_at_least(uint64_t n)
-{
-	uint64_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
-/* Where the io controller's cgroups live: 1 cgroup2 (hierarchy 0 in
- * /proc/cgroups), 2 a v1 hierarchy (a hybrid host: the bio's cgroup then
- * means nothing to the cgroup2 ids of the other layers), 0 not known
- * (the programs check each bio's). */
-static unsigned char blkcg_where(void)
-{
-	FILE *f = fopen("/proc/cgroups", "re");
-	char line[256], name[64];
-	unsigned char where = 0;
-	int hier, n, on;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%63s %d %d %d", name, &hier, &n, &on) == 4 &&
-		    (!strcmp(name, "blkio") || !strcmp(name, "io"))) {
-			where = on ? (hier ? 2 : 1) : 0;
-			break;
-		}
-	if (f)
-		fclose(f);
-	return where;
-}
-
 static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enum mech m,
 			 bool plain_updates)
 {
@@ -112,7 +82,7 @@ static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enu
 	skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
 	skel->rodata->traces_on = p->traces != NULL;
 	skel->rodata->bio_set_mask = p->bio_sets - 1;
-	skel->rodata->blkcg_where = blkcg_where();
+	skel->rodata->blkcg_where = (__u8)cgroup_io_where();
 	skel->rodata->rq_set_mask = p->rq_sets - 1;
 	r = traces_share(p->traces, skel->obj);
 	if (!r)

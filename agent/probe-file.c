@@ -132,9 +132,9 @@ int probe_file_new(const struct dc_config *cfg, struct probe_file **ret)
 	p->max_keys = (uint64_t)cfg->files_max_keys;
 	p->max_positions = (uint64_t)cfg->files_max_positions;
 	/* a ring is a power of two pages */
-	p->ring_bytes = 4096;
-	while (p->ring_bytes < (uint64_t)cfg->files_ring_kib * 1024)
-		p->ring_bytes *= 2;
+	p->ring_bytes = pow2_at_least((uint64_t)cfg->files_ring_kib * 1024);
+	if (p->ring_bytes < 4096)
+		p->ring_bytes = 4096;
 	/* per-CPU only while both halves fit the map budget: a file value is
 	 * larger than a syscall one and file keys are many */
 	percpu_bytes = 2 * p->max_keys * sizeof(struct dc_file_val) * (uint64_t)p->ncpus;

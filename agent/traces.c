@@ -122,9 +122,9 @@ int traces_new(const struct dc_config *cfg, const char *host, struct traces **re
 		return r;
 	}
 	/* a ring is a power of two pages */
-	t->ring_bytes = 4096;
-	while (t->ring_bytes < (uint64_t)cfg->traces_ring_mib << 20)
-		t->ring_bytes *= 2;
+	t->ring_bytes = pow2_at_least((uint64_t)cfg->traces_ring_mib << 20);
+	if (t->ring_bytes < 4096)
+		t->ring_bytes = 4096;
 	t->batch_max = (uint64_t)cfg->traces_batch_max_mib << 20;
 	t->zstd_level = (int)cfg->traces_zstd_level;
 	snprintf(t->host_name, sizeof(t->host_name), "%s", host);

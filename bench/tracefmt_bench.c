@@ -15,16 +15,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "json.h"
 #include "tracefmt.h"
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {

@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 #define CHUNK (1 << 20) /* the streaming workloads' request size */
 #define ALIGN 4096	/* O_DIRECT needs buffers aligned to the logical block */
 
@@ -36,14 +38,6 @@ struct tally {
 	long calls;
 	long bytes;
 };
-
-static long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
 
 static int fail(const char *what, const char *path)
 {
@@ -248,7 +242,7 @@ int main(int argc, char **argv)
 {
 	struct tally t = {};
 	const char *w = argc > 1 ? argv[1] : "";
-	long t0;
+	long long t0;
 	int r;
 
 	if (!strcmp(w, "tmpfs4k") && argc == 4 && positive(argv[3])) {
@@ -269,6 +263,6 @@ int main(int argc, char **argv)
 		return usage();
 	if (r)
 		return 1;
-	printf("%ld %ld %ld\n", t.calls, t.bytes, now_ns() - t0);
+	printf("%ld %ld %lld\n", t.calls, t.bytes, now_ns() - t0);
 	return 0;
 }

@@ -195,10 +195,17 @@ static __always_inline __s16 origin_trace(struct dc_blk_origin *o)
  * bio_take). No way to take: the bio goes without, and its request counts
  * issue_without_bio.
  */
+static __always_inline struct dc_blk_bio_set *bio_set(__u64 bio)
+{
+	__u32 i = ptr_set(bio, bio_set_mask);
+
+	return bpf_map_lookup_elem(&bio_sets, &i);
+}
+
 static __always_inline void bio_put(__u64 bio, struct dc_blk_origin *o)
 {
-	__u32 i = ptr_set(bio, bio_set_mask), now = (__u32)bpf_jiffies64();
-	struct dc_blk_bio_set *s = bpf_map_lookup_elem(&bio_sets, &i);
+	struct dc_blk_bio_set *s = bio_set(bio);
+	__u32 now = (__u32)bpf_jiffies64();
 
 	if (!s)
 		return;
@@ -222,8 +229,7 @@ static __always_inline void bio_put(__u64 bio, struct dc_blk_origin *o)
  * while copied (the copy may then mix two origins). */
 static __always_inline bool bio_take(__u64 bio, struct dc_blk_origin *o)
 {
-	__u32 i = ptr_set(bio, bio_set_mask);
-	struct dc_blk_bio_set *s = bpf_map_lookup_elem(&bio_sets, &i);
+	struct dc_blk_bio_set *s = bio_set(bio);
 
 	if (!s)
 		return false;
@@ -239,63 +245,75 @@ static __always_inline bool bio_take(__u64 bio, struct dc_blk_origin *o)
 	return false;
 }
 
-static __always_inline void on_bio_queue(struct bio *bio, __u64 key, const bool direct)
+/* The origin of I/O for the bio's cgroup cg (NULL: none usable), as the
+ * current task submits it. */
+static __always_inline void origin_here(struct dc_blk_origin *o, struct cgroup *cg,
+					const bool direct)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct dc_blk_origin o = {};
-	struct cgroup *cg = bio_cgroup(bio, direct);
 
+	__builtin_memset(o, 0, sizeof(*o));
 	/* kernel threads have no mm: writeback, journal, loop workers (the
 	 * task is a typed pointer in every program type) */
-	o.tgid = task->mm ? task->tgid : 0;
-	o.cgroup_id = cg ? RD(direct, cg, kn, id) : 0;
-	if (!o.cgroup_id)
-		o.cgroup_id = o.tgid ? bpf_get_current_cgroup_id() : 0;
+	o->tgid = task->mm ? task->tgid : 0;
+	o->cgroup_id = cg ? RD(direct, cg, kn, id) : 0;
+	if (!o->cgroup_id)
+		o->cgroup_id = o->tgid ? bpf_get_current_cgroup_id() : 0;
 	/* a process is filtered as itself; a kernel thread has no uid or comm
 	 * of its own to match, only the cgroup it writes for */
-	o.filtered = o.tgid ? dc_filtered(task) : dc_filtered_cgroup(cg);
-	o.trace = origin_trace(&o);
+	o->filtered = o->tgid ? dc_filtered(task) : dc_filtered_cgroup(cg);
+	o->trace = origin_trace(o);
+}
+
+static __always_inline void on_bio_queue(struct bio *bio, __u64 key, const bool direct)
+{
+	struct dc_blk_origin o;
+
+	origin_here(&o, bio_cgroup(bio, direct), direct);
 	bio_put(key, &o);
 }
 
 static __always_inline void set_origin(struct dc_blk_inflight *f, struct request *rq)
 {
 	struct bio *bio = BPF_CORE_READ(rq, bio);
-	struct task_struct *task;
-	struct cgroup *cg;
 
 	if (bio && bio_take((__u64)bio, &f->origin))
 		return;
 	/* no bio seen (submitted before attach, a passthrough request, or its
 	 * entry replaced): the issuing context is the best we have, with the
 	 * bio's cgroup where it has one (bio is a number here: probe reads) */
-	task = bpf_get_current_task_btf();
-	cg = bio ? bio_cgroup(bio, false) : NULL;
 	count(DC_BLK_CNT_NO_ORIGIN);
-	f->origin.tgid = task->mm ? task->tgid : 0;
-	f->origin.tid = 0;
-	f->origin.cgroup_id = cg ? BPF_CORE_READ(cg, kn, id) : 0;
-	if (!f->origin.cgroup_id)
-		f->origin.cgroup_id = f->origin.tgid ? bpf_get_current_cgroup_id() : 0;
-	f->origin.filtered = f->origin.tgid ? dc_filtered(task) : dc_filtered_cgroup(cg);
-	f->origin.trace = origin_trace(&f->origin);
+	origin_here(&f->origin, bio ? bio_cgroup(bio, false) : NULL, false);
 }
 
-/* A request's entry: its way in the table, else the spare hash. */
-static __always_inline struct dc_blk_inflight *rq_lookup(__u64 rq)
+static __always_inline struct dc_blk_rq_set *rq_set(__u64 rq)
 {
 	__u32 i = ptr_set(rq, rq_set_mask);
-	struct dc_blk_rq_set *s = bpf_map_lookup_elem(&rq_sets, &i);
 
-	if (s) {
-		if (s->way[0].rq == rq)
-			return &s->way[0].f;
-		if (s->way[1].rq == rq)
-			return &s->way[1].f;
-	}
-	if (!*(volatile __u64 *)&inflight_n)
-		return NULL;
-	return bpf_map_lookup_elem(&inflight, &rq);
+	return bpf_map_lookup_elem(&rq_sets, &i);
+}
+
+/* whether the spare hash holds any request (its look-up skipped if not) */
+static __always_inline bool spilled_any(void)
+{
+	return *(volatile __u64 *)&inflight_n != 0;
+}
+
+/* A request's entry: its way in set s, else the spare hash. */
+static __always_inline struct dc_blk_inflight *rq_find(struct dc_blk_rq_set *s, __u64 rq)
+{
+	if (s->way[0].rq == rq)
+		return &s->way[0].f;
+	if (s->way[1].rq == rq)
+		return &s->way[1].f;
+	return spilled_any() ? bpf_map_lookup_elem(&inflight, &rq) : NULL;
+}
+
+static __always_inline struct dc_blk_inflight *rq_lookup(__u64 rq)
+{
+	struct dc_blk_rq_set *s = rq_set(rq);
+
+	return s ? rq_find(s, rq) : NULL;
 }
 
 /* After the last read of its entry. A free way has no times: the agent's
@@ -303,8 +321,7 @@ static __always_inline struct dc_blk_inflight *rq_lookup(__u64 rq)
  * stale one. */
 static __always_inline void rq_release(__u64 rq)
 {
-	__u32 i = ptr_set(rq, rq_set_mask);
-	struct dc_blk_rq_set *s = bpf_map_lookup_elem(&rq_sets, &i);
+	struct dc_blk_rq_set *s = rq_set(rq);
 
 	if (s) {
 #pragma unroll
@@ -316,7 +333,7 @@ static __always_inline void rq_release(__u64 rq)
 				return;
 			}
 	}
-	if (*(volatile __u64 *)&inflight_n && !bpf_map_delete_elem(&inflight, &rq))
+	if (spilled_any() && !bpf_map_delete_elem(&inflight, &rq))
 		__sync_fetch_and_add(&inflight_n, -1);
 }
 
@@ -349,18 +366,12 @@ static __always_inline struct dc_blk_inflight *rq_claim(struct dc_blk_rq_set *s,
  */
 static __always_inline struct dc_blk_inflight *start_request(struct request *rq, __u64 key)
 {
-	__u32 i = ptr_set(key, rq_set_mask);
-	struct dc_blk_rq_set *s = bpf_map_lookup_elem(&rq_sets, &i);
-	struct dc_blk_inflight *f = NULL;
+	struct dc_blk_rq_set *s = rq_set(key);
+	struct dc_blk_inflight *f;
 
 	if (!s)
 		return NULL;
-	if (s->way[0].rq == key)
-		f = &s->way[0].f;
-	else if (s->way[1].rq == key)
-		f = &s->way[1].f;
-	else if (*(volatile __u64 *)&inflight_n)
-		f = bpf_map_lookup_elem(&inflight, &key);
+	f = rq_find(s, key);
 	if (f) {
 		if (!f->issue_ns)
 			return f; /* inserted, now issued: the same request */
