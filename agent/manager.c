@@ -470,9 +470,10 @@ static size_t layer_only_procs(struct manager *m, const struct dc_drain_result *
  * Closing a window flips every family's map, and each flip waits for an RCU
  * grace period (several ms): one after the other they took most of a 100 ms
  * window. The flips are independent, so they run in parallel threads and
- * the waits overlap; the main thread only waits for them all.
+ * the waits overlap; the main thread only waits for them all. Starting the
+ * families is alike (families_start).
  */
-struct flip_job {
+struct family_job {
 	const char *family;
 	int (*run)(struct manager *m, void *res);
 	void *res;
@@ -562,9 +563,9 @@ static void emit_stacks(struct manager *m, const struct dc_record_ctx *ctx,
 	}
 }
 
-static void *flip_thread(void *p)
+static void *job_thread(void *p)
 {
-	struct flip_job *j = p;
+	struct family_job *j = p;
 	uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 
 	j->r = j->run(j->m, j->res);
@@ -572,23 +573,29 @@ static void *flip_thread(void *p)
 	return NULL;
 }
 
-static void flip_all(struct manager *m, struct flip_job *jobs, size_t n)
+static void jobs_run(struct manager *m, struct family_job *jobs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		jobs[i].m = m;
+		jobs[i].r = 0;
 		if (!jobs[i].on)
 			continue;
-		/* without a thread, the flip runs here: slower, never lost */
-		jobs[i].threaded = !pthread_create(&jobs[i].thread, NULL, flip_thread, &jobs[i]);
+		/* without a thread, the job runs here: slower, never lost */
+		jobs[i].threaded = !pthread_create(&jobs[i].thread, NULL, job_thread, &jobs[i]);
 		if (!jobs[i].threaded)
-			flip_thread(&jobs[i]);
+			job_thread(&jobs[i]);
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		if (jobs[i].threaded)
 			pthread_join(jobs[i].thread, NULL);
+}
+
+static void flip_all(struct manager *m, struct family_job *jobs, size_t n)
+{
+	jobs_run(m, jobs, n);
+	for (size_t i = 0; i < n; i++)
 		if (jobs[i].on)
 			drain_failed(jobs[i].r, jobs[i].family, m->closing_seq);
-	}
 }
 
 static void notify_status(struct manager *m, const char *also);
@@ -854,7 +861,7 @@ static int manager_close_window(struct manager *m)
 	ctx = (struct dc_record_ctx){
 	    .host = m->host, .run_id = m->run_id, .boot_id = m->boot_id, .w = &w};
 
-	struct flip_job jobs[] = {
+	struct family_job jobs[] = {
 	    {.family = "syscall", .run = flip_syscall, .res = &res, .on = true},
 	    {.family = "file", .run = flip_files, .res = &fres, .on = m->files != NULL},
 	    {.family = "block", .run = flip_block, .res = &bres, .on = m->blk != NULL},
@@ -1584,82 +1591,165 @@ static void families_stop(struct manager *m, unsigned fam)
 
 /* Attach the families in fam (each one that cfg enables). A family the
  * kernel refuses is logged and left off, except the syscall layer. */
-static int families_start(struct manager *m, const struct dc_config *cfg, unsigned fam,
-			  bool *config_error)
+/* What a family's start needs besides the manager; filled in by the thread. */
+struct start_args {
+	const struct dc_config *cfg;
+	char libs_err[1024];
+};
+
+static int start_syscall(struct manager *m, void *p)
+{
+	return probe_syscall_new(((struct start_args *)p)->cfg, &m->sys);
+}
+
+static int start_libs(struct manager *m, void *p)
+{
+	struct start_args *a = p;
+
+	return probe_uprobe_new(a->cfg, m->traces, &m->up, a->libs_err, sizeof(a->libs_err));
+}
+
+static int start_vfs(struct manager *m, void *p)
+{
+	const struct dc_config *cfg = ((struct start_args *)p)->cfg;
+	struct probe_vfs_opts vo = {
+	    .mechanism = cfg->vfs_mechanism,
+	    .categories = cfg->vfs_categories,
+	    .max_keys = (unsigned)cfg->vfs_max_keys,
+	    .percpu = strcmp(cfg->map_layout, "shared") != 0,
+	    .exclude_tgid = cfg->exclude_self ? (uint32_t)getpid() : 0,
+	    .filter = m->filter,
+	    .traces = m->traces,
+	};
+
+	if (strcmp(cfg->vfs_mechanism, "fentry") && strcmp(cfg->vfs_mechanism, "kprobe"))
+		tracefs_ensure();
+	return probe_vfs_new(&vo, &m->vfs, m->vfs_detail, sizeof(m->vfs_detail));
+}
+
+static int start_pagecache(struct manager *m, void *p)
+{
+	return probe_pagecache_new(((struct start_args *)p)->cfg, &m->pc);
+}
+
+static int start_uring(struct manager *m, void *p)
+{
+	return probe_uring_new(((struct start_args *)p)->cfg, &m->ur);
+}
+
+static int start_block(struct manager *m, void *p)
+{
+	return probe_block_new(((struct start_args *)p)->cfg, m->traces, &m->blk);
+}
+
+/* The main thread's part of the syscall family: its rings on the event loop. */
+static int syscall_watch(struct manager *m, const struct dc_config *cfg)
 {
 	int r;
 
+	m->traces = probe_syscall_traces(m->sys);
+	m->files = probe_syscall_files(m->sys);
+	if (m->traces) {
+		struct traces_resolver tr = {.comm = trace_comm,
+					     .file = trace_file,
+					     .lib_func = trace_lib_func,
+					     .opaque = m};
+
+		traces_set_resolver(m->traces, &tr);
+		m->traces_flush_usec = (uint64_t)cfg->traces_flush_ms * 1000;
+		r = sd_event_add_io(m->event, &m->traces_io, traces_ring_fd(m->traces), EPOLLIN,
+				    on_traces_io, m);
+		if (r >= 0)
+			r = sd_event_add_time_relative(m->event, &m->traces_timer, CLOCK_MONOTONIC,
+						       m->traces_flush_usec, 1000, on_traces_timer,
+						       m);
+		if (r >= 0)
+			r = sd_event_source_set_enabled(m->traces_timer, SD_EVENT_ON);
+		if (r < 0)
+			return log_error_errno(r, "Cannot watch the trace ring: %m");
+	}
+	if (probe_syscall_stacks(m->sys)) {
+		r = sd_event_add_io(m->event, &m->stacks_io,
+				    stacks_ring_fd(probe_syscall_stacks(m->sys)), EPOLLIN,
+				    on_stacks_ring, m);
+		if (r < 0)
+			return log_error_errno(r, "Cannot watch the process ring: %m");
+	}
+	if (m->files) {
+		if (!m->fh_seen)
+			m->fh_seen = calloc(1, sizeof(*m->fh_seen));
+		if (!m->fh_seen)
+			return log_error_errno(-ENOMEM, "Out of memory");
+		r = sd_event_add_io(m->event, &m->files_io, probe_file_ring_fd(m->files), EPOLLIN,
+				    on_files_ring, m);
+		if (r < 0)
+			return log_error_errno(r, "Cannot watch the file-name ring: %m");
+	}
+	return 0;
+}
+
+/*
+ * The families load side by side, in two stages of threads: a load is mostly
+ * the kernel's verifier and per-CPU allocations, and installing a family's
+ * window map waits for an RCU grace period, so one after the other they took
+ * half of the time to READY. The second stage's families write into the
+ * syscall family's trace ring, hence wait for it. Each family's outcome is
+ * logged here, in the main thread, in the order of the stages.
+ */
+static int families_start(struct manager *m, const struct dc_config *cfg, unsigned fam,
+			  bool *config_error)
+{
+	struct start_args a = {.cfg = cfg};
+	struct family_job first[] = {
+	    {.family = "syscall", .run = start_syscall, .res = &a, .on = fam & FAM_SYSCALL},
+	    {.family = "page-cache",
+	     .run = start_pagecache,
+	     .res = &a,
+	     .on = (fam & FAM_PC) && cfg->pagecache_enable},
+	    {.family = "io_uring",
+	     .run = start_uring,
+	     .res = &a,
+	     .on = (fam & FAM_URING) && cfg->uring_enable},
+	};
+	struct family_job second[] = {
+	    {.family = "library",
+	     .run = start_libs,
+	     .res = &a,
+	     .on = (fam & FAM_LIBS) && cfg->n_libs},
+	    {.family = "VFS",
+	     .run = start_vfs,
+	     .res = &a,
+	     .on = (fam & FAM_VFS) && cfg->vfs_enable},
+	    {.family = "block",
+	     .run = start_block,
+	     .res = &a,
+	     .on = (fam & FAM_BLOCK) && cfg->block_enable},
+	};
+	int r;
+
 	/* slow attaches (thousands of functions, a big BTF) must not look like
-	 * a hang to systemd: extend the start (or reload) timeout per family */
-	if (fam & FAM_SYSCALL) {
-		sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
-		r = probe_syscall_new(cfg, &m->sys);
+	 * a hang to systemd: extend the start (or reload) timeout */
+	sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
+	jobs_run(m, first, ELEMENTSOF(first));
+	if (first[1].on && first[1].r < 0)
+		log_warning_errno(first[1].r,
+				  "Page-cache probes unavailable (%m): layer off, ignoring");
+	if (first[2].on && first[2].r < 0)
+		log_warning_errno(first[2].r,
+				  "io_uring probes unavailable (%m): layer off, ignoring");
+	if (first[0].on) {
+		r = first[0].r < 0 ? first[0].r : syscall_watch(m, cfg);
 		if (r < 0)
 			return r;
-		m->traces = probe_syscall_traces(m->sys);
-		m->files = probe_syscall_files(m->sys);
-		if (m->traces) {
-			struct traces_resolver tr = {.comm = trace_comm,
-						     .file = trace_file,
-						     .lib_func = trace_lib_func,
-						     .opaque = m};
-
-			traces_set_resolver(m->traces, &tr);
-			m->traces_flush_usec = (uint64_t)cfg->traces_flush_ms * 1000;
-			r = sd_event_add_io(m->event, &m->traces_io, traces_ring_fd(m->traces),
-					    EPOLLIN, on_traces_io, m);
-			if (r >= 0)
-				r = sd_event_add_time_relative(
-				    m->event, &m->traces_timer, CLOCK_MONOTONIC,
-				    m->traces_flush_usec, 1000, on_traces_timer, m);
-			if (r >= 0)
-				r = sd_event_source_set_enabled(m->traces_timer, SD_EVENT_ON);
-			if (r < 0)
-				return log_error_errno(r, "Cannot watch the trace ring: %m");
-		}
-		if (probe_syscall_stacks(m->sys)) {
-			r = sd_event_add_io(m->event, &m->stacks_io,
-					    stacks_ring_fd(probe_syscall_stacks(m->sys)), EPOLLIN,
-					    on_stacks_ring, m);
-			if (r < 0)
-				return log_error_errno(r, "Cannot watch the process ring: %m");
-		}
-		if (m->files) {
-			if (!m->fh_seen)
-				m->fh_seen = calloc(1, sizeof(*m->fh_seen));
-			if (!m->fh_seen)
-				return log_error_errno(-ENOMEM, "Out of memory");
-			r = sd_event_add_io(m->event, &m->files_io, probe_file_ring_fd(m->files),
-					    EPOLLIN, on_files_ring, m);
-			if (r < 0)
-				return log_error_errno(r, "Cannot watch the file-name ring: %m");
-		}
 	}
-	if ((fam & FAM_LIBS) && cfg->n_libs) {
-		char err[1024];
-
-		sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
-		r = probe_uprobe_new(cfg, m->traces, &m->up, err, sizeof(err));
-		if (r < 0) {
-			*config_error = r == -ENOENT || r == -ENOEXEC || r == -E2BIG;
-			return log_error_errno(r, "Cannot probe the configured libraries: %s", err);
-		}
+	jobs_run(m, second, ELEMENTSOF(second));
+	r = second[0].r;
+	if (r < 0) {
+		*config_error = r == -ENOENT || r == -ENOEXEC || r == -E2BIG;
+		return log_error_errno(r, "Cannot probe the configured libraries: %s", a.libs_err);
 	}
-	if ((fam & FAM_VFS) && cfg->vfs_enable) {
-		struct probe_vfs_opts vo = {
-		    .mechanism = cfg->vfs_mechanism,
-		    .categories = cfg->vfs_categories,
-		    .max_keys = (unsigned)cfg->vfs_max_keys,
-		    .percpu = strcmp(cfg->map_layout, "shared") != 0,
-		    .exclude_tgid = cfg->exclude_self ? (uint32_t)getpid() : 0,
-		    .filter = m->filter,
-		    .traces = m->traces,
-		};
-
-		sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
-		if (strcmp(cfg->vfs_mechanism, "fentry") && strcmp(cfg->vfs_mechanism, "kprobe"))
-			tracefs_ensure();
-		r = probe_vfs_new(&vo, &m->vfs, m->vfs_detail, sizeof(m->vfs_detail));
+	if (second[1].on) {
+		r = second[1].r;
 		if (r >= 0)
 			m->vfs_attached = true;
 		if (r == -EINVAL) {
@@ -1670,25 +1760,10 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 			/* expected on kernels without fentry and kprobes: the other layers run */
 			log_notice("VFS probes off: %s", m->vfs_detail);
 	}
-	if ((fam & FAM_PC) && cfg->pagecache_enable) {
-		r = probe_pagecache_new(cfg, &m->pc);
-		if (r < 0)
-			log_warning_errno(
-			    r, "Page-cache probes unavailable (%m): layer off, ignoring");
-	}
-	if ((fam & FAM_URING) && cfg->uring_enable) {
-		r = probe_uring_new(cfg, &m->ur);
-		if (r < 0)
-			log_warning_errno(r,
-					  "io_uring probes unavailable (%m): layer off, ignoring");
-	}
-	if ((fam & FAM_BLOCK) && cfg->block_enable) {
-		r = probe_block_new(cfg, m->traces, &m->blk);
-		if (r < 0)
-			/* the other layers still run; the agent record lists no block probe */
-			log_warning_errno(
-			    r, "Block probes unavailable (%m): block layer off, ignoring");
-	}
+	if (second[2].on && second[2].r < 0)
+		/* the other layers still run; the agent record lists no block probe */
+		log_warning_errno(second[2].r,
+				  "Block probes unavailable (%m): block layer off, ignoring");
 	probes_report(m);
 	/* loading parsed the kernel's BTF (tens of MB) and freed it: hand the
 	 * freed heap back, or it stays in the agent's RSS for its whole life */

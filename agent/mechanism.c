@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <bpf/libbpf.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -50,4 +54,61 @@ void mech_release_image(const void *data, size_t size)
 	/* whole pages only: the ends share pages with other read-only data */
 	if (end > start && madvise((void *)start, end - start, MADV_DONTNEED) < 0)
 		log_debug("Cannot release the BPF object's pages: %m");
+}
+
+struct detach_pool {
+	struct bpf_link **const *links;
+	size_t n;
+	atomic_size_t next;
+};
+
+static void *detach_worker(void *p)
+{
+	struct detach_pool *pool = p;
+
+	for (size_t i; (i = atomic_fetch_add(&pool->next, 1)) < pool->n;) {
+		bpf_link__destroy(*pool->links[i]);
+		*pool->links[i] = NULL;
+	}
+	return NULL;
+}
+
+void mech_detach(struct bpf_link **const *links, size_t n)
+{
+	/* the waits are the kernel's, not CPU: threads beyond the CPUs help,
+	 * but a thousand uprobes need not make a thousand threads */
+	enum { MAX_THREADS = 32 };
+	struct detach_pool pool = {.links = links, .n = n};
+	pthread_t t[MAX_THREADS];
+	size_t started = 0;
+
+	atomic_init(&pool.next, 0);
+	while (started < MAX_THREADS && started + 1 < n &&
+	       !pthread_create(&t[started], NULL, detach_worker, &pool))
+		started++;
+	/* this thread works too: with no thread at all, it detaches them all */
+	detach_worker(&pool);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+}
+
+void mech_detach_skeleton(const struct bpf_object_skeleton *s)
+{
+	struct bpf_link ***links;
+	size_t n = 0;
+
+	if (!s)
+		return;
+	links = calloc((size_t)s->prog_cnt, sizeof(*links));
+	if (!links)
+		return; /* __destroy() detaches them, one after the other */
+	for (int i = 0; i < s->prog_cnt; i++) {
+		const struct bpf_prog_skeleton *ps =
+		    (const void *)((const char *)s->progs + (size_t)i * (size_t)s->prog_skel_sz);
+
+		if (ps->link && *ps->link)
+			links[n++] = ps->link;
+	}
+	mech_detach((struct bpf_link * *const *)links, n);
+	free(links);
 }

@@ -4,6 +4,9 @@
 
 #include <stddef.h>
 
+struct bpf_link;
+struct bpf_object_skeleton;
+
 /*
  * Attach a probe family with the first mechanism the kernel accepts, from
  * names[first] to names[last] (cheapest first). attempt() opens, loads and
@@ -32,5 +35,16 @@ void mech_release_image(const void *data, size_t size);
 
 /* The index of name in names[0..n), or -1. */
 int mech_find(const char *const *names, int n, const char *name);
+
+/*
+ * Destroy the links *links[0..n) side by side and clear each pointer (a
+ * NULL one is skipped). Releasing a tracepoint's link waits on the kernel,
+ * about 75 ms each on this machine's 6.18, and the families hold two dozen:
+ * one after the other they made a stop take two seconds.
+ */
+void mech_detach(struct bpf_link **const *links, size_t n);
+
+/* Every link of a skeleton, before its __destroy(), which then finds none. */
+void mech_detach_skeleton(const struct bpf_object_skeleton *s);
 
 #endif

@@ -56,6 +56,8 @@ struct probe_block *probe_block_free(struct probe_block *p)
 	if (!p)
 		return NULL;
 	unmap_requests(p);
+	if (p->skel)
+		mech_detach_skeleton(p->skel->skeleton);
 	block_bpf__destroy(p->skel);
 	winmap_close(&p->agg);
 	p->filter = filter_free(p->filter);

@@ -38,6 +38,8 @@ struct probe_pagecache *probe_pagecache_free(struct probe_pagecache *p)
 {
 	if (!p)
 		return NULL;
+	if (p->skel)
+		mech_detach_skeleton(p->skel->skeleton);
 	pagecache_bpf__destroy(p->skel);
 	winmap_close(&p->agg);
 	p->filter = filter_free(p->filter);

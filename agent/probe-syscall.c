@@ -84,6 +84,8 @@ struct probe_syscall *probe_syscall_free(struct probe_syscall *p)
 {
 	if (!p)
 		return NULL;
+	if (p->skel)
+		mech_detach_skeleton(p->skel->skeleton);
 	syscall_bpf__destroy(p->skel);
 	probe_close_maps(p);
 	p->files = probe_file_free(p->files);

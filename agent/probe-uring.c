@@ -47,6 +47,8 @@ struct probe_uring *probe_uring_free(struct probe_uring *p)
 {
 	if (!p)
 		return NULL;
+	if (p->skel)
+		mech_detach_skeleton(p->skel->skeleton);
 	uring_bpf__destroy(p->skel);
 	winmap_close(&p->agg);
 	p->filter = filter_free(p->filter);

@@ -92,12 +92,23 @@ int probe_vfs_select(const char *categories, bool *selected, char *err, size_t e
 	return 0;
 }
 
+static void vfs_detach(struct probe_vfs *p)
+{
+	struct bpf_link **links[MAX_LINKS];
+
+	for (size_t i = 0; i < p->n_links; i++)
+		links[i] = &p->links[i];
+	mech_detach(links, p->n_links);
+	p->n_links = 0;
+	if (p->skel)
+		mech_detach_skeleton(p->skel->skeleton);
+}
+
 struct probe_vfs *probe_vfs_free(struct probe_vfs *p)
 {
 	if (!p)
 		return NULL;
-	for (size_t i = 0; i < p->n_links; i++)
-		bpf_link__destroy(p->links[i]);
+	vfs_detach(p);
 	vfs_bpf__destroy(p->skel);
 	fn_agg_close(&p->agg);
 	free(p);

@@ -257,7 +257,7 @@ def proportions(c, agent_bin, load, tool, shot):
 def merge(c, agent_bin, load, tool):
     """Profiles of A and of B, merged, equal the profile of A and B at once."""
     tmp = tempfile.mkdtemp(prefix="dc-stacks-")
-    outs = []
+    outs, lost = [], 0
     for which in (["a"], ["b"], ["a", "b"]):
         cg = Cgroup()
         try:
@@ -275,6 +275,8 @@ def merge(c, agent_bin, load, tool):
             finally:
                 a.stop()
             outs.append(a.out)
+            lost += sum(r["stacks"]["user_stacks_lost"] + r["stacks"]["kernel_stacks_lost"]
+                        for r in a.records() if r["type"] == "agent" and "stacks" in r)
         finally:
             cg.remove()
     for w in ("a", "b"):
@@ -287,7 +289,15 @@ def merge(c, agent_bin, load, tool):
         both = parse_collapsed(flame(tool, "merge", "--comm", "stackload", "--op", op, outs[2]))
         cb = lambda d: {k: (v[1], v[2]) for k, v in d.items()}  # noqa: E731 (time differs run to run)
         c.check(len(merged) > 0, "%s: the merged profile has stacks (%d)" % (op, len(merged)))
-        c.eq(cb(merged), cb(both), "%s: merge(A, B) == profile(A and B), stack by stack (count, bytes)" % op)
+        if not lost:
+            c.eq(cb(merged), cb(both), "%s: merge(A, B) == profile(A and B), stack by stack (count, bytes)" % op)
+            continue
+        # a stack-map bucket already holding another stack loses the new
+        # one, counted, and its row says so: the trees then differ in where
+        # the calls sit, never in how many there are
+        tot = lambda d: tuple(map(sum, zip(*cb(d).values()))) if d else (0, 0)  # noqa: E731
+        c.eq(tot(merged), tot(both), "%s: merge(A, B) == profile(A and B) in total (count, bytes; "
+             "%d stacks lost and counted)" % (op, lost))
     shutil.rmtree(tmp, ignore_errors=True)
 
 
