@@ -100,10 +100,10 @@ static const struct dc_cfg_item items[] = {
      "time the kernel's VFS and file-system entry points (vfs_read, vfs_write, "
      "ext4_file_write_iter, ext4_sync_file, xfs_file_fsync, ...) per process"},
     {"probes.vfs.mechanism", CFG_STRING, F(vfs_mechanism), "auto", 0, 0,
-     "auto|fentry|kprobe|tracepoint",
+     "auto|fentry|kprobe|raw_tp|tracepoint",
      "how the VFS probes attach; auto takes fentry, else kprobe, else the file systems' "
-     "tracepoints (fewer functions; single events counted, not timed), else the layer is off "
-     "(the agent record says why)"},
+     "tracepoints (fewer functions; single events counted, not timed), raw (6.10+) or else "
+     "through perf events, else the layer is off (the agent record says why)"},
     {"probes.vfs.categories", CFG_STRING, F(vfs_categories), DC_VFS_DEFAULT_CATEGORIES, 0, 0,
      ",vfs|ext4|xfs|nfs|fuse|iomap|file_cache|page_cache|bio",
      "which function families to time, comma-separated (the seeds' categories): the default "

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "datacrumbs/vfs.h"
@@ -17,8 +18,11 @@
 #include "traces.h"
 #include "vfs.skel.h"
 
-enum mech { MECH_FENTRY, MECH_KPROBE, MECH_TRACEPOINT, MECH_MAX };
-static const char *const mech_names[MECH_MAX] = {"fentry", "kprobe", "tracepoint"};
+enum mech { MECH_FENTRY, MECH_KPROBE, MECH_RAW_TP, MECH_TRACEPOINT, MECH_MAX };
+static const char *const mech_names[MECH_MAX] = {"fentry", "kprobe", "raw_tp", "tracepoint"};
+
+/* set in every raw tracepoint's cookie; the programs read the low 32 bits */
+#define DC_VFS_COOKIE_SET (1ULL << 40)
 
 static const struct {
 	const char *name, *category, *feature;
@@ -49,6 +53,8 @@ struct probe_vfs {
 	bool selected[DC_VFS_MAX];
 	struct bpf_link *links[MAX_LINKS];
 	size_t n_links;
+	int fds[MAX_LINKS]; /* raw tracepoints: libbpf 1.1 has no link with a cookie */
+	size_t n_fds;
 	char detail[1024];
 };
 
@@ -100,6 +106,9 @@ static void vfs_detach(struct probe_vfs *p)
 		links[i] = &p->links[i];
 	mech_detach(links, p->n_links);
 	p->n_links = 0;
+	for (size_t i = 0; i < p->n_fds; i++)
+		close(p->fds[i]);
+	p->n_fds = 0;
 	if (p->skel)
 		mech_detach_skeleton(p->skel->skeleton);
 }
@@ -276,6 +285,53 @@ static struct bpf_link *attach_tp(struct bpf_program *prog, const char *ev, __u6
 	return bpf_program__attach_tracepoint_opts(prog, group, slash + 1, &to);
 }
 
+/*
+ * A raw tracepoint's link with a cookie, the attribute as 6.10 reads it
+ * (libbpf 1.1 has no such call). The cookie is never 0: an older kernel
+ * then refuses the attribute (EINVAL) instead of dropping the cookie.
+ */
+static int attach_raw(struct bpf_program *prog, const char *ev, __u64 cookie)
+{
+	struct {
+		__u64 name;
+		__u32 prog_fd;
+		__u32 pad;
+		__u64 cookie;
+	} attr = {.prog_fd = (__u32)bpf_program__fd(prog), .cookie = cookie | DC_VFS_COOKIE_SET};
+	const char *slash = strchr(ev, '/');
+	int fd;
+
+	attr.name = (__u64)(uintptr_t)(slash ? slash + 1 : ev);
+	fd = (int)syscall(__NR_bpf, BPF_RAW_TRACEPOINT_OPEN, &attr, sizeof(attr));
+	return fd < 0 ? -errno : fd;
+}
+
+/* A raw tracepoint row: exit before entry, as attach_one(). */
+static int attach_raw_row(struct probe_vfs *p, unsigned i)
+{
+	struct vfs_bpf *skel = p->skel;
+	__u64 cookie = tps[i].func;
+	int fd;
+
+	if (!tps[i].exit[0]) {
+		fd = attach_raw(skel->progs.dc_vfs_raw_event, tps[i].enter, cookie);
+		if (fd >= 0)
+			p->fds[p->n_fds++] = fd;
+		return fd < 0 ? fd : 0;
+	}
+	fd = attach_raw(skel->progs.dc_vfs_raw_exit, tps[i].exit, cookie);
+	if (fd < 0)
+		return fd;
+	p->fds[p->n_fds++] = fd;
+	fd = attach_raw(skel->progs.dc_vfs_raw_enter, tps[i].enter, cookie);
+	if (fd < 0) {
+		close(p->fds[--p->n_fds]);
+		return fd;
+	}
+	p->fds[p->n_fds++] = fd;
+	return 0;
+}
+
 /* Attach one function (fentry, kprobe) or one tracepoint row (tracepoint):
  * exit first, so that no entry is ever seen without its exit in place (it
  * would be an orphan on the thread's stack). */
@@ -326,12 +382,13 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 {
 	struct vfs_bpf *skel;
 	bool have[DC_VFS_MAX];
-	unsigned n = m == MECH_TRACEPOINT ? ELEMENTSOF(tps) : DC_VFS_MAX;
+	bool rows = m == MECH_RAW_TP || m == MECH_TRACEPOINT; /* tps[], not funcs[] */
+	unsigned n = rows ? ELEMENTSOF(tps) : DC_VFS_MAX;
 	size_t off = 0;
 	int r;
 
 	/* tracepoints are found by name in tracefs: no BTF needed */
-	if (m != MECH_TRACEPOINT)
+	if (!rows)
 		kernel_btf_load(k);
 	r = mech_probe(m, k);
 	if (r < 0)
@@ -362,6 +419,9 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	bpf_program__set_autoload(skel->progs.dc_vfs_tp_enter, m == MECH_TRACEPOINT);
 	bpf_program__set_autoload(skel->progs.dc_vfs_tp_exit, m == MECH_TRACEPOINT);
 	bpf_program__set_autoload(skel->progs.dc_vfs_tp_event, m == MECH_TRACEPOINT);
+	bpf_program__set_autoload(skel->progs.dc_vfs_raw_enter, m == MECH_RAW_TP);
+	bpf_program__set_autoload(skel->progs.dc_vfs_raw_exit, m == MECH_RAW_TP);
+	bpf_program__set_autoload(skel->progs.dc_vfs_raw_event, m == MECH_RAW_TP);
 	r = fn_agg_prepare(&p->agg, skel->maps.agg_gen, skel->maps.fn_counters, "dc_vfs",
 			   o->max_keys, o->percpu);
 	if (!r)
@@ -378,7 +438,7 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 		struct bpf_link *l[2];
 		const char *name;
 
-		if (m == MECH_TRACEPOINT) {
+		if (rows) {
 			if (!p->selected[tps[i].func])
 				continue;
 			name = tps[i].enter;
@@ -396,7 +456,8 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 				continue;
 			}
 		}
-		r = attach_one(p, m, i, l);
+		l[0] = l[1] = NULL;
+		r = m == MECH_RAW_TP ? attach_raw_row(p, i) : attach_one(p, m, i, l);
 		if (r < 0) {
 			/* the first attachment tells whether the mechanism works at all */
 			if (!*attached)
@@ -404,7 +465,8 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 			note(skipped, sklen, &off, name);
 			continue;
 		}
-		p->links[p->n_links++] = l[0];
+		if (l[0])
+			p->links[p->n_links++] = l[0];
 		if (l[1])
 			p->links[p->n_links++] = l[1];
 		(*attached)++;
@@ -446,7 +508,7 @@ int probe_vfs_new(const struct probe_vfs_opts *o, struct probe_vfs **ret, char *
 			off += (size_t)snprintf(
 			    p->detail + off, sizeof(p->detail) - off, "%s%u %s%s%s; atomic updates",
 			    off ? "; " : "", n,
-			    m == MECH_TRACEPOINT
+			    m == MECH_RAW_TP || m == MECH_TRACEPOINT
 				? "tracepoint functions (pairs timed, single events "
 				  "counted)"
 				: "functions",
@@ -460,9 +522,7 @@ int probe_vfs_new(const struct probe_vfs_opts *o, struct probe_vfs **ret, char *
 				     off ? "; " : "", mech_names[m], strerror(-r));
 		if (off >= sizeof(p->detail))
 			off = sizeof(p->detail) - 1;
-		for (size_t i = 0; i < p->n_links; i++)
-			bpf_link__destroy(p->links[i]);
-		p->n_links = 0;
+		vfs_detach(p);
 		vfs_bpf__destroy(p->skel);
 		p->skel = NULL;
 		fn_agg_close(&p->agg);

@@ -104,7 +104,7 @@ def configs():
         c.append(("empty-uprobe", "baseline", libc, {}))
     for m in ("tp_btf", "raw_tp", "tracepoint"):
         c.append(("syscall/" + m, "agent", probes_conf(syscall=m), {"syscall": m}))
-    for m in ("fentry", "kprobe", "tracepoint"):
+    for m in ("fentry", "kprobe", "raw_tp", "tracepoint"):
         c.append(("vfs/" + m, "agent", probes_conf(vfs_mech=m), {"vfs": m}))
     c.append(("+files", "agent", probes_conf(on=("files",)), {"files": "on"}))
     c.append(("+pagecache", "agent", probes_conf(on=("files", "pagecache")),

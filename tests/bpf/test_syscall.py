@@ -622,7 +622,7 @@ def scenario_vfs(agent_bin, wl_bin):
     vfs = [pr for r in agents for pr in r["probes"] if pr["name"] == "vfs"]
     c.check(len(vfs) == len(agents), "every agent record reports the VFS layer")
     mech = {pr["mechanism"] for pr in vfs}
-    if mech <= {"off", "tracepoint"}:
+    if mech <= {"off", "raw_tp", "tracepoint"}:
         # no function probes here: the VFS entry points have no tracepoints,
         # so none of them may show up (tests/bpf/test_fs.py covers what the
         # file systems' tracepoints do give)

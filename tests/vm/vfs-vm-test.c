@@ -22,6 +22,7 @@
 #include <sys/reboot.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -170,6 +171,32 @@ static int run(const char *mech)
 	return !ok;
 }
 
+/*
+ * Raw tracepoints carry a cookie from 6.10 on; before, the VFS programs
+ * that read it must be refused at load, by name, so that auto goes on to
+ * the perf-event tracepoints instead of attaching rows it cannot tell apart.
+ */
+static int raw_tp_refused_before_6_10(void)
+{
+	struct probe_vfs_opts o = {.mechanism = "raw_tp", .max_keys = 64, .percpu = true};
+	struct probe_vfs *p = NULL;
+	struct utsname u;
+	char detail[512] = "";
+	int major = 0, minor = 0, r;
+	bool old;
+
+	uname(&u);
+	sscanf(u.release, "%d.%d", &major, &minor);
+	old = major < 6 || (major == 6 && minor < 10);
+	r = probe_vfs_new(&o, &p, detail, sizeof(detail));
+	printf("VMTEST vfs/raw_tp %s kernel %s: %s [%s]\n",
+	       (old ? r < 0 && strstr(detail, "raw_tp refused") : r >= 0 || r == -ENOENT) ? "PASS"
+											  : "FAIL",
+	       u.release, r < 0 ? "refused" : "attached", detail);
+	probe_vfs_free(p);
+	return old ? !(r < 0 && strstr(detail, "raw_tp refused")) : !(r >= 0 || r == -ENOENT);
+}
+
 int main(void)
 {
 	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
@@ -189,6 +216,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	failed |= run("fentry");
 	failed |= run("kprobe");
+	failed |= raw_tp_refused_before_6_10();
 	failed |= syscall_vm_run("tp_btf", "auto");
 	failed |= syscall_vm_run("raw_tp", "auto");
 	failed |= syscall_vm_run("tracepoint", "auto");
