@@ -14,8 +14,9 @@ floor and to the minimal aggregation:
   empty-uprobe       empty entry and return uprobes on libc pread64 and
                      pwrite64 (bench/baseline): the library layer's floor
   syscall/<mech>     datacrumbs, syscall layer only, for each mechanism
-  vfs/<mech>         syscall layer + VFS layer forced to fentry, kprobe or
-                     tracepoint (file systems' tracepoints)
+  vfs/<mech>         syscall layer + VFS layer forced to fentry, kprobe,
+                     raw_tp or tracepoint (file systems' tracepoints: on
+                     ext4 only, --layers-on ext4)
   +files, +pagecache, +block   the syscall layer, then one layer more each
   default-traces     the default configuration with sampled traces off
   default            datacrumbs' default configuration
@@ -40,7 +41,7 @@ interval as long. Everything it set up is removed, even on failure.
 Samples taken while someone else's tracing programs are loaded are retaken
 once, after waiting for them (--quiet-budget), and counted in the report.
 
-usage: layers_bench.py BUILD_DIR [--ops N] [--rounds R] [--parts layers,ext4]
+usage: layers_bench.py BUILD_DIR [--ops N] [--rounds R] [--parts layers,ext4] [--layers-on tmpfs|ext4]
                        [--only c1,c2] [--ext4-rounds R] [--ext4-mib M]
                        [--ext4-tracers none,agent,none2] [--ext4-dirs /var/tmp]
                        [--ext4-stats-passes N] [--quiet-budget S] [--stats-ops N]
@@ -456,9 +457,9 @@ def part_layers(b, a, cfgs, shm):
     base = res["none"]
     added = {n: [v[i] - base[i] for i in range(len(v))] for n, v in res.items()}
     add_med = {n: statistics.median(v) for n, v in added.items()}
-    print("\n4 KiB pwrite/pread on tmpfs, %d rounds of %d calls, %.0f s; medians and p25..p75; "
+    print("\n4 KiB pwrite/pread on %s, %d rounds of %d calls, %.0f s; medians and p25..p75; "
           "added = median of the per-round differences to none"
-          % (a.rounds, a.ops, time.monotonic() - t0))
+          % (a.layers_on, a.rounds, a.ops, time.monotonic() - t0))
     hdr = ("%-18s %8s %13s %8s %13s %7s %7s %7s %5s %6s %7s"
            % ("config", "ns/call", "p25..p75", "added", "p25..p75", "/empty", "/minagg", "BPF ns",
               "runs", "CPU %", "RSS KiB"))
@@ -796,6 +797,8 @@ def main():
     ap.add_argument("--quiet-budget", type=float, default=120,
                     help="seconds, per part, to wait in all for other people's tracing programs "
                          "to unload before samples (a sample taken with them is retaken once)")
+    ap.add_argument("--layers-on", choices=("tmpfs", "ext4"), default="tmpfs",
+                    help="where the 4 KiB loop's file is (ext4: on a loop device in /var/tmp)")
     ap.add_argument("--ext4-dirs", default="/var/tmp",
                     help="where the images go, one ext4 run each (/dev/shm: a RAM-backed device)")
     a = ap.parse_args()
@@ -821,7 +824,16 @@ def main():
     if fp:
         print("warning: tracing programs already loaded by someone else: %s" % " ".join(fp))
     try:
-        if "layers" in parts:
+        if "layers" in parts and a.layers_on == "ext4":
+            # the file systems' functions and tracepoints fire on ext4 only
+            # (ext4_da_write_begin/_end, ... for each 4 KiB pwrite)
+            fs = Ext4(64, "/var/tmp")
+            try:
+                print("the loop runs on ext4 on %s" % fs.loop)
+                result["layers"] = part_layers(b, a, cfgs, fs.mnt)
+            finally:
+                fs.close()
+        elif "layers" in parts:
             result["layers"] = part_layers(b, a, cfgs, shm)
         if "ext4" in parts:
             result["ext4"] = [part_ext4(b, a, d) for d in a.ext4_dirs.split(",")]
