@@ -54,53 +54,36 @@ int BPF_KRETPROBE(dc_vfs_kretprobe, long ret)
 	return 0;
 }
 
-/* Classic tracepoints, one program per role attached to many events, the
- * cookie naming the catalogued function (perf-event cookies: 5.15+). */
-SEC("tracepoint")
-int dc_vfs_tp_enter(void *ctx)
-{
-	fn_entry((__u32)bpf_get_attach_cookie(ctx));
-	return 0;
-}
+/*
+ * The file systems' tracepoints: one program per role attached to many
+ * events, the cookie naming the catalogued function. Exit events carry a
+ * return value at no common offset: time only. Two attach kinds share the
+ * bodies: classic tracepoints through perf events (cookies: 5.15+), and
+ * raw tracepoints (cookies: 6.10+), which build no perf record before the
+ * program runs and whose links are released without waiting out grace
+ * periods under the kernel's event_mutex (25 perf-event links took 1.9 s).
+ */
+#define DC_VFS_TP_PROGS(sec, prefix)                                    \
+	SEC(sec)                                                        \
+	int prefix##_enter(void *ctx)                                   \
+	{                                                               \
+		fn_entry((__u32)bpf_get_attach_cookie(ctx));            \
+		return 0;                                               \
+	}                                                               \
+	SEC(sec)                                                        \
+	int prefix##_exit(void *ctx)                                    \
+	{                                                               \
+		fn_return(0, (__u32)bpf_get_attach_cookie(ctx), false); \
+		return 0;                                               \
+	}                                                               \
+	SEC(sec)                                                        \
+	int prefix##_event(void *ctx)                                   \
+	{                                                               \
+		fn_event((__u32)bpf_get_attach_cookie(ctx));            \
+		return 0;                                               \
+	}
 
-SEC("tracepoint")
-int dc_vfs_tp_exit(void *ctx)
-{
-	/* exit events carry a return value at no common offset: time only */
-	fn_return(0, (__u32)bpf_get_attach_cookie(ctx), false);
-	return 0;
-}
-
-SEC("tracepoint")
-int dc_vfs_tp_event(void *ctx)
-{
-	fn_event((__u32)bpf_get_attach_cookie(ctx));
-	return 0;
-}
-
-/* The same rows on raw tracepoints, a cookie per link (6.10+): no perf
- * record is built before the program runs, and releasing the link does not
- * wait out grace periods under the kernel's event_mutex (25 links took 1.9 s
- * to release as perf events). */
-SEC("raw_tp")
-int dc_vfs_raw_enter(void *ctx)
-{
-	fn_entry((__u32)bpf_get_attach_cookie(ctx));
-	return 0;
-}
-
-SEC("raw_tp")
-int dc_vfs_raw_exit(void *ctx)
-{
-	fn_return(0, (__u32)bpf_get_attach_cookie(ctx), false);
-	return 0;
-}
-
-SEC("raw_tp")
-int dc_vfs_raw_event(void *ctx)
-{
-	fn_event((__u32)bpf_get_attach_cookie(ctx));
-	return 0;
-}
+DC_VFS_TP_PROGS("tracepoint", dc_vfs_tp)
+DC_VFS_TP_PROGS("raw_tp", dc_vfs_raw)
 
 DC_SEC_LICENSE;
