@@ -26,7 +26,7 @@ import time
 
 def broker(build):
     p = subprocess.Popen([os.path.join(build, "tests/kafka/mock-broker"), "datacrumbs.features",
-                          "datacrumbs.agent"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                          "datacrumbs.agent", "datacrumbs.traces", "datacrumbs.stacks"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     return p, p.stdout.readline().split()[1]
 
 
