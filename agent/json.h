@@ -46,6 +46,9 @@ static inline void buf_putc(struct dc_buf *b, char c)
 		return;
 	b->data[b->len++] = c;
 }
+/* Decimal, without printf (the record and trace encoders' numbers). */
+void buf_put_u64(struct dc_buf *b, uint64_t v);
+void buf_put_i64(struct dc_buf *b, int64_t v);
 void buf_printf(struct dc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*

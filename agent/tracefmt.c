@@ -89,47 +89,6 @@ const char *trace_layer_name(unsigned layer)
 	}
 }
 
-/* Decimal without printf: the event path runs up to a million times a
- * second. Two digits a step: half the divisions of one digit a step. */
-static void put_u64(struct dc_buf *b, uint64_t v)
-{
-	static const char pairs[201] = "00010203040506070809"
-				       "10111213141516171819"
-				       "20212223242526272829"
-				       "30313233343536373839"
-				       "40414243444546474849"
-				       "50515253545556575859"
-				       "60616263646566676869"
-				       "70717273747576777879"
-				       "80818283848586878889"
-				       "90919293949596979899";
-	char t[24];
-	int i = 24;
-
-	while (v >= 100) {
-		unsigned d = (unsigned)(v % 100) * 2;
-
-		v /= 100;
-		t[--i] = pairs[d + 1];
-		t[--i] = pairs[d];
-	}
-	if (v >= 10) {
-		t[--i] = pairs[v * 2 + 1];
-		t[--i] = pairs[v * 2];
-	} else
-		t[--i] = (char)('0' + v);
-	buf_put(b, t + i, (size_t)(24 - i));
-}
-
-static void put_i64(struct dc_buf *b, int64_t v)
-{
-	if (v < 0) {
-		buf_putc(b, '-');
-		put_u64(b, (uint64_t)0 - (uint64_t)v);
-	} else
-		put_u64(b, (uint64_t)v);
-}
-
 /* a 64-bit hash as a quoted string of 16 hex digits, built on the stack:
  * one append, not one per character */
 static void hex16_json(char out[18], uint64_t v)
@@ -159,7 +118,7 @@ static void put_us3(struct dc_buf *b, uint64_t ns)
 	char frac[4] = {(char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10),
 			(char)('0' + ns % 10), 0};
 
-	put_u64(b, ns / 1000);
+	buf_put_u64(b, ns / 1000);
 	buf_putc(b, '.');
 	buf_put(b, frac, 3);
 }
@@ -264,7 +223,7 @@ void trace_batch_add(struct trace_batch *b, const struct trace_host *h, const st
 		meta_file(b, h, n->fhash, n->path);
 
 	LIT(o, "{\"id\":");
-	put_u64(o, id);
+	buf_put_u64(o, id);
 	LIT(o, ",\"name\":");
 	/* library functions are named by the binary's symbols: escaped; the
 	 * other layers' names are ours */
@@ -282,9 +241,9 @@ void trace_batch_add(struct trace_batch *b, const struct trace_host *h, const st
 		buf_put(o, cat, strlen(cat));
 	}
 	LIT(o, "\",\"pid\":");
-	put_u64(o, e->pid);
+	buf_put_u64(o, e->pid);
 	LIT(o, ",\"tid\":");
-	put_u64(o, e->tid);
+	buf_put_u64(o, e->tid);
 	/* nanoseconds as decimals, as dur: the multi-level view nests spans
 	 * by time containment, which whole microseconds would break */
 	LIT(o, ",\"ts\":");
@@ -299,32 +258,32 @@ void trace_batch_add(struct trace_batch *b, const struct trace_host *h, const st
 	}
 	if (e->fd >= 0) {
 		LIT(o, ",\"fd\":");
-		put_i64(o, e->fd);
+		buf_put_i64(o, e->fd);
 	}
 	LIT(o, ",\"size\":");
-	put_u64(o, e->size);
+	buf_put_u64(o, e->size);
 	if (e->flags & DC_TEV_OFFSET) {
 		LIT(o, ",\"offset\":");
-		put_u64(o, e->offset);
+		buf_put_u64(o, e->offset);
 	}
 	if (e->flags & DC_TEV_DEV) {
 		/* major:minor, as /proc/partitions and lsblk name the device */
 		LIT(o, ",\"dev\":\"");
-		put_u64(o, e->dev >> 20);
+		buf_put_u64(o, e->dev >> 20);
 		buf_putc(o, ':');
-		put_u64(o, e->dev & 0xfffff);
+		buf_put_u64(o, e->dev & 0xfffff);
 		buf_putc(o, '"');
 		LIT(o, ",\"queue_us\":");
-		put_u64(o, e->queue_us);
+		buf_put_u64(o, e->queue_us);
 	}
 	LIT(o, ",\"ret\":");
-	put_i64(o, e->ret);
+	buf_put_i64(o, e->ret);
 	LIT(o, ",\"weight\":");
-	put_u64(o, e->weight);
+	buf_put_u64(o, e->weight);
 	LIT(o, ",\"cpu\":");
-	put_u64(o, e->cpu);
+	buf_put_u64(o, e->cpu);
 	LIT(o, ",\"cgroup_id\":");
-	put_u64(o, e->cgroup_id);
+	buf_put_u64(o, e->cgroup_id);
 	if (e->flags & DC_TEV_SLOW)
 		LIT(o, ",\"slow\":true");
 	if (e->flags & DC_TEV_FULL)
