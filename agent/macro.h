@@ -10,6 +10,8 @@
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+
 /* The least power of two >= n (1 for 0). */
 static inline uint64_t pow2_at_least(uint64_t n)
 {
@@ -19,7 +21,6 @@ static inline uint64_t pow2_at_least(uint64_t n)
 		p <<= 1;
 	return p;
 }
-#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Hand ownership out of a _cleanup_ variable. */
 #define TAKE_PTR(p)                 \

@@ -1589,8 +1589,6 @@ static void families_stop(struct manager *m, unsigned fam)
 		m->blk = probe_block_free(m->blk);
 }
 
-/* Attach the families in fam (each one that cfg enables). A family the
- * kernel refuses is logged and left off, except the syscall layer. */
 /* What a family's start needs besides the manager; filled in by the thread. */
 struct start_args {
 	const struct dc_config *cfg;
@@ -1689,6 +1687,9 @@ static int syscall_watch(struct manager *m, const struct dc_config *cfg)
 }
 
 /*
+ * Attach the families in fam (each one that cfg enables). A family the
+ * kernel refuses is logged and left off, except the syscall layer.
+ *
  * The families load side by side, in two stages of threads: a load is mostly
  * the kernel's verifier and per-CPU allocations, and installing a family's
  * window map waits for an RCU grace period, so one after the other they took
@@ -1699,31 +1700,36 @@ static int syscall_watch(struct manager *m, const struct dc_config *cfg)
 static int families_start(struct manager *m, const struct dc_config *cfg, unsigned fam,
 			  bool *config_error)
 {
+	enum { SYSCALL, PAGECACHE, URING };
+	enum { LIBS, VFS, BLOCK };
 	struct start_args a = {.cfg = cfg};
 	struct family_job first[] = {
-	    {.family = "syscall", .run = start_syscall, .res = &a, .on = fam & FAM_SYSCALL},
-	    {.family = "page-cache",
-	     .run = start_pagecache,
-	     .res = &a,
-	     .on = (fam & FAM_PC) && cfg->pagecache_enable},
-	    {.family = "io_uring",
-	     .run = start_uring,
-	     .res = &a,
-	     .on = (fam & FAM_URING) && cfg->uring_enable},
+	    [SYSCALL] = {.family = "syscall",
+			 .run = start_syscall,
+			 .res = &a,
+			 .on = fam & FAM_SYSCALL},
+	    [PAGECACHE] = {.family = "page-cache",
+			   .run = start_pagecache,
+			   .res = &a,
+			   .on = (fam & FAM_PC) && cfg->pagecache_enable},
+	    [URING] = {.family = "io_uring",
+		       .run = start_uring,
+		       .res = &a,
+		       .on = (fam & FAM_URING) && cfg->uring_enable},
 	};
 	struct family_job second[] = {
-	    {.family = "library",
-	     .run = start_libs,
-	     .res = &a,
-	     .on = (fam & FAM_LIBS) && cfg->n_libs},
-	    {.family = "VFS",
-	     .run = start_vfs,
-	     .res = &a,
-	     .on = (fam & FAM_VFS) && cfg->vfs_enable},
-	    {.family = "block",
-	     .run = start_block,
-	     .res = &a,
-	     .on = (fam & FAM_BLOCK) && cfg->block_enable},
+	    [LIBS] = {.family = "library",
+		      .run = start_libs,
+		      .res = &a,
+		      .on = (fam & FAM_LIBS) && cfg->n_libs},
+	    [VFS] = {.family = "VFS",
+		     .run = start_vfs,
+		     .res = &a,
+		     .on = (fam & FAM_VFS) && cfg->vfs_enable},
+	    [BLOCK] = {.family = "block",
+		       .run = start_block,
+		       .res = &a,
+		       .on = (fam & FAM_BLOCK) && cfg->block_enable},
 	};
 	int r;
 
@@ -1731,25 +1737,25 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 	 * a hang to systemd: extend the start (or reload) timeout */
 	sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
 	jobs_run(m, first, ELEMENTSOF(first));
-	if (first[1].on && first[1].r < 0)
-		log_warning_errno(first[1].r,
+	if (first[PAGECACHE].on && first[PAGECACHE].r < 0)
+		log_warning_errno(first[PAGECACHE].r,
 				  "Page-cache probes unavailable (%m): layer off, ignoring");
-	if (first[2].on && first[2].r < 0)
-		log_warning_errno(first[2].r,
+	if (first[URING].on && first[URING].r < 0)
+		log_warning_errno(first[URING].r,
 				  "io_uring probes unavailable (%m): layer off, ignoring");
-	if (first[0].on) {
-		r = first[0].r < 0 ? first[0].r : syscall_watch(m, cfg);
+	if (first[SYSCALL].on) {
+		r = first[SYSCALL].r < 0 ? first[SYSCALL].r : syscall_watch(m, cfg);
 		if (r < 0)
 			return r;
 	}
 	jobs_run(m, second, ELEMENTSOF(second));
-	r = second[0].r;
+	r = second[LIBS].r;
 	if (r < 0) {
 		*config_error = r == -ENOENT || r == -ENOEXEC || r == -E2BIG;
 		return log_error_errno(r, "Cannot probe the configured libraries: %s", a.libs_err);
 	}
-	if (second[1].on) {
-		r = second[1].r;
+	if (second[VFS].on) {
+		r = second[VFS].r;
 		if (r >= 0)
 			m->vfs_attached = true;
 		if (r == -EINVAL) {
@@ -1760,9 +1766,9 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 			/* expected on kernels without fentry and kprobes: the other layers run */
 			log_notice("VFS probes off: %s", m->vfs_detail);
 	}
-	if (second[2].on && second[2].r < 0)
+	if (second[BLOCK].on && second[BLOCK].r < 0)
 		/* the other layers still run; the agent record lists no block probe */
-		log_warning_errno(second[2].r,
+		log_warning_errno(second[BLOCK].r,
 				  "Block probes unavailable (%m): block layer off, ignoring");
 	probes_report(m);
 	/* loading parsed the kernel's BTF (tens of MB) and freed it: hand the

@@ -21,6 +21,12 @@
 enum mech { MECH_FENTRY, MECH_KPROBE, MECH_RAW_TP, MECH_TRACEPOINT, MECH_MAX };
 static const char *const mech_names[MECH_MAX] = {"fentry", "kprobe", "raw_tp", "tracepoint"};
 
+/* Whether a mechanism attaches the tracepoint rows (tps[]), not funcs[]. */
+static bool by_rows(enum mech m)
+{
+	return m == MECH_RAW_TP || m == MECH_TRACEPOINT;
+}
+
 /* set in every raw tracepoint's cookie; the programs read the low 32 bits */
 #define DC_VFS_COOKIE_SET (1ULL << 40)
 
@@ -382,7 +388,7 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 {
 	struct vfs_bpf *skel;
 	bool have[DC_VFS_MAX];
-	bool rows = m == MECH_RAW_TP || m == MECH_TRACEPOINT; /* tps[], not funcs[] */
+	bool rows = by_rows(m);
 	unsigned n = rows ? ELEMENTSOF(tps) : DC_VFS_MAX;
 	size_t off = 0;
 	int r;
@@ -508,10 +514,9 @@ int probe_vfs_new(const struct probe_vfs_opts *o, struct probe_vfs **ret, char *
 			off += (size_t)snprintf(
 			    p->detail + off, sizeof(p->detail) - off, "%s%u %s%s%s; atomic updates",
 			    off ? "; " : "", n,
-			    m == MECH_RAW_TP || m == MECH_TRACEPOINT
-				? "tracepoint functions (pairs timed, single events "
-				  "counted)"
-				: "functions",
+			    by_rows(m) ? "tracepoint functions (pairs timed, single events "
+					 "counted)"
+				       : "functions",
 			    skipped[0] ? ", not in this kernel: " : "", skipped);
 			snprintf(detail, detail_len, "%s", p->detail);
 			*ret = TAKE_PTR(p);
