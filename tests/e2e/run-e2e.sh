@@ -120,7 +120,7 @@ cp "$deb" "$root/root/"
 nspawn=(systemd-nspawn --quiet --directory="$root" --machine="$machine" --register=no --keep-unit)
 if "${nspawn[@]}" --pipe --setenv=DEBIAN_FRONTEND=noninteractive sh -c \
     "apt-get update -qq && apt-get install -y -qq /root/$(basename "$deb")" >"$work/apt.log" 2>&1 &&
-   "${nspawn[@]}" --pipe dpkg-query -W -f='${Status}\n' datacrumbs 2>/dev/null | grep -q 'install ok installed'; then
+   grep -q 'install ok installed' <<<"$("${nspawn[@]}" --pipe dpkg-query -W -f='${Status}\n' datacrumbs 2>/dev/null)"; then
   ok "apt-get install ./$(basename "$deb") in the root, dependencies from the Debian mirror"
 else
   tail -n 20 "$work/apt.log"
@@ -228,8 +228,8 @@ inside systemctl enable --now datacrumbs.service >"$work/enable.log" 2>&1 ||
 [ "$was" = active ] && inside systemctl restart datacrumbs.service
 show=$(inside systemctl show -p Type,ActiveState,SubState,StatusText,MainPID datacrumbs.service)
 info "$(echo "$show" | tr '\n' ' ')"
-if echo "$show" | grep -qx 'Type=notify' && echo "$show" | grep -qx 'ActiveState=active' &&
-   echo "$show" | grep -qx 'SubState=running' && echo "$show" | grep -q '^StatusText=.'; then
+if grep -qx 'Type=notify' <<<"$show" && grep -qx 'ActiveState=active' <<<"$show" &&
+   grep -qx 'SubState=running' <<<"$show" && grep -q '^StatusText=.' <<<"$show"; then
   ok "systemctl enable --now: active (running), readiness and status from the agent's sd_notify"
 else
   inside journalctl -u datacrumbs --no-pager | tail -n 30
@@ -246,7 +246,7 @@ done
 prog_ids=$(cat /proc/"$agent_hostpid"/fdinfo/* 2>/dev/null | awk '$1 == "prog_id:" { print $2 }' | sort -un)
 link_ids=$(cat /proc/"$agent_hostpid"/fdinfo/* 2>/dev/null | awk '$1 == "link_id:" { print $2 }' | sort -un)
 names=$(for id in $prog_ids; do bpftool -j prog show id "$id" 2>/dev/null | jq -r .name; done | sort -u)
-if [ -n "$agent_hostpid" ] && [ -n "$prog_ids" ] && [ -n "$link_ids" ] && ! echo "$names" | grep -qv '^dc_'; then
+if [ -n "$agent_hostpid" ] && [ -n "$prog_ids" ] && [ -n "$link_ids" ] && ! grep -qv '^dc_' <<<"$names"; then
   ok "the container's agent (host pid $agent_hostpid) holds $(echo "$prog_ids" | wc -l) BPF programs, all dc_*, and $(echo "$link_ids" | wc -l) links"
 else
   fail "the container's agent holds dc_* BPF programs and links (pid '${agent_hostpid}', programs: $(echo $names))"
@@ -316,7 +316,7 @@ else
   ok "systemctl reload of a broken file fails"
 fi
 journal=$(inside journalctl -u datacrumbs.service --since "$since" --no-pager -o cat)
-if echo "$journal" | grep -q "no_such_setting"; then
+if [[ $journal == *no_such_setting* ]]; then
   ok "the journal names the bad setting"
 else
   fail "the journal names the bad setting: $(echo "$journal" | tail -n 5 | tr '\n' ' ')"
@@ -329,13 +329,13 @@ status_after=$(prop StatusText)
 info "StatusText before: $status_before"
 info "StatusText after a SIGHUP with the broken file: $status_after"
 if [ "$status_after" != "$status_before" ] &&
-   echo "$status_after" | grep -Eqi 'reload|config' && echo "$status_after" | grep -Eqi 'fail|refus|reject|invalid|error|kept|keep'; then
+   grep -Eqi 'reload|config' <<<"$status_after" && grep -Eqi 'fail|refus|reject|invalid|error|kept|keep' <<<"$status_after"; then
   ok "after a SIGHUP with the broken file the agent's status says it kept the old configuration"
 else
   fail "after a SIGHUP with the broken file the agent's status says it kept the old configuration (status: '$status_after')"
 fi
 journal=$(inside journalctl _PID="$mainpid" --since "$since" --no-pager -o cat)
-if echo "$journal" | grep -q "no_such_setting"; then
+if [[ $journal == *no_such_setting* ]]; then
   ok "the agent itself logs the refused file (setting named)"
 else
   fail "the agent logs the refused file, naming the setting: $(echo "$journal" | tail -n 3 | tr '\n' ' ')"
@@ -383,7 +383,7 @@ else
 fi
 secrets=$(inside stat -c '%U %a' /etc/datacrumbs/kafka.secrets 2>&1)
 if [ "$secrets" = "root 600" ] && inside grep -qx '  secrets_file = "/etc/datacrumbs/kafka.secrets";' "$conf" &&
-   ! inside grep -q "dc-e2e-secret" "$conf" && ! inside journalctl --no-pager -o cat | grep -q "dc-e2e-secret"; then
+   ! inside grep -q "dc-e2e-secret" "$conf" && ! grep -q "dc-e2e-secret" <<<"$(inside journalctl --no-pager -o cat)"; then
   ok "the Kafka password went to a root-only secrets file, not to $conf nor the journal"
 else
   fail "the Kafka password in a root-only secrets file only ($secrets)"

@@ -38,5 +38,5 @@ out=$(timeout 600 qemu-system-x86_64 -m 1024 -smp 2 -nographic -no-reboot \
         -kernel "$kernel" -initrd "$root.cpio.gz" \
         -append "console=ttyS0 panic=-1 quiet loglevel=3" 2>&1)
 rm -f "$root.cpio.gz"
-echo "$out" | grep -a 'VMTEST' || { echo "$out" | tail -n 40; }
-echo "$out" | grep -aq 'VMTEST DONE PASS'
+grep -a 'VMTEST' <<<"$out" || { echo "$out" | tail -n 40; }
+grep -aq 'VMTEST DONE PASS' <<<"$out"
