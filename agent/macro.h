@@ -3,6 +3,7 @@
 #define DC_MACRO_H
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,13 @@ static inline void closep(int *fd)
 	}
 }
 #define _cleanup_close_ _cleanup_(closep)
+
+static inline void fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+#define _cleanup_fclose_ _cleanup_(fclosep)
 
 #define USEC_PER_SEC  1000000ULL
 #define NSEC_PER_USEC 1000ULL

@@ -850,7 +850,7 @@ static int manager_close_window(struct manager *m)
 	bool stk = probe_syscall_stacks(m->sys) != NULL;
 	size_t n_only;
 	struct dc_agent_stats st = {};
-	uint64_t rs_slots, rs_reclaimed;
+	uint64_t rs_slots, rs_reclaimed, rs_exited;
 	struct dc_selfstat self = {};
 	struct dc_window w;
 	struct dc_record_ctx ctx;
@@ -954,7 +954,7 @@ static int manager_close_window(struct manager *m)
 
 	selfstat_read(&self);
 	/* before the initializer: the order its expressions run in is unspecified */
-	rs_slots = probe_syscall_slots(m->sys, &rs_reclaimed);
+	rs_slots = probe_syscall_slots(m->sys, &rs_reclaimed, &rs_exited);
 	st = (struct dc_agent_stats){
 	    .version = DC_VERSION,
 	    .events = events,
@@ -975,6 +975,7 @@ static int manager_close_window(struct manager *m)
 	    .map_layout = probe_syscall_layout(m->sys),
 	    .slots_in_use = rs_slots,
 	    .slots_reclaimed = rs_reclaimed,
+	    .slots_reclaimed_exited = rs_exited,
 	    .probes = m->probes,
 	    .n_probes = m->n_probes,
 	    .block = m->blk != NULL,

@@ -163,15 +163,19 @@ static bool file_val_touched(const void *value)
 /* A key the slot map takes back: its previous offsets go to the position
  * LRU, where the programs seed them from if the key comes back, so that a
  * pause longer than two windows does not break a sequential scan. */
-static void park_position(void *ctx, const void *key, int idx_fd)
+static uint32_t file_owner(const void *key)
+{
+	return ((const struct dc_file_key *)key)->tgid;
+}
+
+static void park_position(void *ctx, const void *key, uint32_t slot)
 {
 	struct probe_file *p = ctx;
 	const struct dc_file_key *k = key;
 	struct dc_file_pos_key pk = {.ino = k->ino, .tgid = k->tgid, .dev = k->dev};
 	struct dc_file_aux aux;
-	__u32 slot;
 
-	if (bpf_map_lookup_elem(idx_fd, key, &slot) || bpf_map_lookup_elem(p->aux_fd, &slot, &aux))
+	if (bpf_map_lookup_elem(p->aux_fd, &slot, &aux))
 		return;
 	if (aux.pos.have_read || aux.pos.have_write)
 		(void)bpf_map_update_elem(p->pos_fd, &pk, &aux.pos, BPF_ANY);
@@ -205,6 +209,7 @@ int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool perc
 	skel->rodata->file_half = p->agg.half;
 	p->agg.park = park_position;
 	p->agg.park_ctx = p;
+	p->agg.owner = file_owner;
 	return 0;
 }
 
@@ -215,6 +220,7 @@ void probe_file_disable(struct syscall_bpf *skel)
 	bpf_map__set_autocreate(skel->maps.file_idx, false);
 	bpf_map__set_autocreate(skel->maps.file_keys, false);
 	bpf_map__set_autocreate(skel->maps.file_vals, false);
+	bpf_map__set_autocreate(skel->maps.file_ring, false);
 	bpf_map__set_autocreate(skel->maps.file_free, false);
 	bpf_map__set_autocreate(skel->maps.file_state, false);
 	bpf_map__set_autocreate(skel->maps.file_barrier, false);

@@ -115,6 +115,11 @@ static int choose_layout(const struct dc_config *cfg, int ncpus, bool *percpu)
 }
 
 /* Open, configure and load the skeleton with one mechanism's programs. */
+static uint32_t agg_owner(const void *key)
+{
+	return ((const struct dc_agg_key *)key)->tgid;
+}
+
 static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, enum mech m,
 			 enum stash stash, bool direct)
 {
@@ -171,6 +176,7 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 			    skel->rodata->agg_regions, agg_val_touched);
 	if (r)
 		return r;
+	p->agg.owner = agg_owner;
 	skel->rodata->agg_half = p->agg.half;
 	if (p->files)
 		r = probe_file_prepare(p->files, skel, p->files_percpu, p->plain_updates, direct);
@@ -481,9 +487,11 @@ uint64_t probe_syscall_max_keys(const struct probe_syscall *p)
 	return p->max_keys;
 }
 
-uint64_t probe_syscall_slots(const struct probe_syscall *p, uint64_t *reclaimed)
+uint64_t probe_syscall_slots(const struct probe_syscall *p, uint64_t *reclaimed,
+			     uint64_t *reclaimed_exited)
 {
 	*reclaimed = p->agg.reclaimed;
+	*reclaimed_exited = p->agg.reclaimed_exited;
 	return slotmap_used(&p->agg);
 }
 

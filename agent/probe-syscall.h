@@ -23,7 +23,10 @@ const char *probe_syscall_detail(const struct probe_syscall *p);
 const char *probe_syscall_layout(const struct probe_syscall *p);
 uint64_t probe_syscall_max_keys(const struct probe_syscall *p);
 /* Slots of the window map in use, and given back since the start. */
-uint64_t probe_syscall_slots(const struct probe_syscall *p, uint64_t *reclaimed);
+/* Slots in use; given back since the start, and of these at the close
+ * after their process exited. */
+uint64_t probe_syscall_slots(const struct probe_syscall *p, uint64_t *reclaimed,
+			     uint64_t *reclaimed_exited);
 /* Whether counters use plain adds (per-CPU maps on a non-preemptible kernel):
  * the other probe families follow the same decision. */
 bool probe_syscall_plain_updates(const struct probe_syscall *p);

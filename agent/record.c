@@ -845,6 +845,8 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 	json_u64(&j, s->slots_in_use);
 	json_key(&j, "slots_reclaimed");
 	json_u64(&j, s->slots_reclaimed);
+	json_key(&j, "slots_reclaimed_exited");
+	json_u64(&j, s->slots_reclaimed_exited);
 	json_obj_end(&j);
 
 	json_key(&j, "probes");

@@ -111,7 +111,8 @@ struct dc_agent_stats {
 	uint64_t rss_kib, rss_shared_kib;
 	uint64_t max_keys;
 	const char *map_layout;
-	uint64_t slots_in_use, slots_reclaimed; /* the syscall slot map (agent/slotmap.h) */
+	/* the syscall slot map (agent/slotmap.h) */
+	uint64_t slots_in_use, slots_reclaimed, slots_reclaimed_exited;
 	const struct dc_probe_report *probes;
 	size_t n_probes;
 	bool block; /* block layer on */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,10 +63,11 @@ int slotmap_prepare(struct slotmap *m, struct bpf_object *obj, const char *name,
 	m->idx = find(obj, name, "idx");
 	m->keys = find(obj, name, "keys");
 	m->vals = find(obj, name, "vals");
+	m->ring = find(obj, name, "ring");
 	m->freeq = find(obj, name, "free");
 	m->state = find(obj, name, "state");
 	m->barrier = find(obj, name, "barrier");
-	if (!m->idx || !m->keys || !m->vals || !m->freeq || !m->state || !m->barrier)
+	if (!m->idx || !m->keys || !m->vals || !m->ring || !m->freeq || !m->state || !m->barrier)
 		return -ENOENT;
 	/* each half starts on a page, so that the agent maps its used prefix
 	 * on its own: a half is a whole number of elements and of pages */
@@ -82,6 +84,8 @@ int slotmap_prepare(struct slotmap *m, struct bpf_object *obj, const char *name,
 		r = bpf_map__set_max_entries(m->keys, max);
 	if (!r)
 		r = bpf_map__set_max_entries(m->vals, (__u32)(2 * half));
+	if (!r)
+		r = bpf_map__set_max_entries(m->ring, max);
 	if (!r)
 		r = bpf_map__set_max_entries(m->freeq, max);
 	if (r)
@@ -165,14 +169,16 @@ int slotmap_install(struct slotmap *m)
 	m->keys_len = page_round(stride(m->ksz) * m->max);
 	m->state_len = page_round(sizeof(struct dc_slot_state));
 	m->keys_mem = map_mem(m->keys, m->keys_len);
+	m->ring_len = page_round(sizeof(*m->ring_mem) * m->max);
+	m->ring_mem = map_mem(m->ring, m->ring_len);
 	m->st = map_mem(m->state, m->state_len);
 	m->meta = calloc(m->max, 1);
 	m->pending = calloc(m->max, sizeof(*m->pending));
-	m->aging = calloc(m->max, sizeof(*m->aging));
-	m->touched_vals = calloc(m->regions, sizeof(*m->touched_vals));
-	if (!m->keys_mem || !m->st || slotmap_reach(m, 64) < 0)
+	/* both halves of a slot given back at a close */
+	m->touched_vals = calloc(2 * (size_t)m->regions, sizeof(*m->touched_vals));
+	if (!m->keys_mem || !m->ring_mem || !m->st || slotmap_reach(m, 64) < 0)
 		return -errno;
-	if (!m->meta || !m->pending || !m->aging || !m->touched_vals)
+	if (!m->meta || !m->pending || !m->touched_vals)
 		return -ENOMEM;
 	return bpf_map_update_elem(bpf_map__fd(m->barrier), &zero, &m->barrier_inner_fd, BPF_ANY)
 		   ? -errno
@@ -204,60 +210,174 @@ static void delete_keys(struct slotmap *m, const void *keys, __u32 n)
 	}
 }
 
-static void reclaim(struct slotmap *m, unsigned hi)
+/* Does tgid name no process any more? A zombie still does (kill() finds
+ * it): its slots go by idleness. */
+static bool pid_gone(uint32_t tgid)
 {
-	char batch[256 * 32];
-	unsigned per = sizeof(batch) / m->ksz, nb = 0;
-
-	for (unsigned s = 0; s < hi; s++) {
-		if ((m->meta[s] & 3) != SLOT_LIVE || (m->meta[s] >> 2) < IDLE_RECLAIM)
-			continue;
-		memcpy(batch + (size_t)nb * m->ksz, (char *)m->keys_mem + s * stride(m->ksz),
-		       m->ksz);
-		if (m->park)
-			m->park(m->park_ctx, batch + (size_t)nb * m->ksz, bpf_map__fd(m->idx));
-		if (++nb == per) {
-			delete_keys(m, batch, nb);
-			nb = 0;
-		}
-		m->meta[s] = META(SLOT_HELD, 0);
-		m->pending[m->n_pending++] = s;
-		m->reclaimed++;
-	}
-	if (nb)
-		delete_keys(m, batch, nb);
+	return tgid && kill((pid_t)tgid, 0) && errno == ESRCH;
 }
 
+/* Are the pids the programs record the ones kill() takes? Not in a nested
+ * pid namespace, where every kernel pid would look gone. */
+static bool sees_kernel_pids(void)
+{
+	static int known = -1;
+	_cleanup_fclose_ FILE *f = NULL;
+	char line[256];
+
+	if (known >= 0)
+		return known;
+	known = 0;
+	f = fopen("/proc/self/status", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "NSpid:", 6)) {
+			/* one pid: the initial namespace; more: nested */
+			known = !strchr(line + 7, '\t') && !strchr(line + 7, ' ');
+			break;
+		}
+	return known;
+}
+
+/* Out of the index, in batches (struct give_back), onto the pending list. */
+struct give_back {
+	char batch[256 * 32];
+	unsigned per, n;
+};
+
+static void give_back_slot(struct slotmap *m, struct give_back *g, unsigned s, bool exited)
+{
+	char *k = g->batch + (size_t)g->n * m->ksz;
+
+	memcpy(k, (char *)m->keys_mem + s * stride(m->ksz), m->ksz);
+	if (m->park && !exited)
+		m->park(m->park_ctx, k, s);
+	if (++g->n == g->per) {
+		delete_keys(m, g->batch, g->n);
+		g->n = 0;
+	}
+	m->meta[s] = META(SLOT_HELD, 0);
+	m->pending[m->n_pending++] = s;
+	m->reclaimed++;
+}
+
+static bool half_touched(const struct slotmap *m, unsigned half, unsigned s)
+{
+	for (unsigned g = 0; g < m->regions; g++)
+		if (m->touched(slotmap_value(m, half, g, s)))
+			return true;
+	return false;
+}
+
+/*
+ * Before the flip: the slots to give back at this close leave the index.
+ * A slot idle at the last two drains goes unless it counted since (a peek
+ * at the half being filled, racing the programs: a hint, no more); one
+ * whose process has exited goes at once, its last calls being in the half
+ * about to be drained, which needs no index. Only slots in use lately are
+ * asked about, one kill() per process through a small cache.
+ */
+static void choose_and_delete(struct slotmap *m, unsigned hi, unsigned half)
+{
+	struct give_back g = {.per = sizeof(g.batch) / m->ksz};
+	bool owners = m->owner && sees_kernel_pids();
+	struct {
+		uint32_t tgid;
+		bool gone;
+	} memo[64] = {};
+
+	for (unsigned s = 0; s < hi; s++) {
+		uint32_t tgid;
+		unsigned h;
+
+		if ((m->meta[s] & 3) != SLOT_LIVE)
+			continue;
+		if ((m->meta[s] >> 2) >= IDLE_RECLAIM) {
+			if (!half_touched(m, half, s))
+				give_back_slot(m, &g, s, false);
+			continue;
+		}
+		if (!owners)
+			continue;
+		tgid = m->owner((char *)m->keys_mem + s * stride(m->ksz));
+		h = (tgid * 2654435761u) >> 26;
+		if (memo[h].tgid != tgid) {
+			memo[h].tgid = tgid;
+			memo[h].gone = pid_gone(tgid);
+		}
+		if (memo[h].gone) {
+			give_back_slot(m, &g, s, true);
+			m->reclaimed_exited++;
+		}
+	}
+	if (g.n)
+		delete_keys(m, g.batch, g.n);
+}
+
+/* Wait until no BPF program that started before is still running: a
+ * map-of-maps update waits for them (maybe_wait_bpf_programs()). */
+static int grace_period(struct slotmap *m)
+{
+	__u32 zero = 0;
+
+	return bpf_map_update_elem(bpf_map__fd(m->barrier), &zero, &m->barrier_inner_fd, BPF_ANY)
+		   ? -errno
+		   : 0;
+}
+
+/*
+ * A close: the slots given back (above) are out of the index; the flip's
+ * grace period ends every lookup that could still find them; raising gen
+ * then retires the hints taken before (a program reads gen before its
+ * lookup, so none takes a fresh hint to them); a second grace period ends
+ * the programs that used such a hint. They wrote the half being filled
+ * now, so the drain reads that half too for these slots, and they are
+ * free before the next window starts. Raising gen without the first wait
+ * would not do: a program could read the new gen, then find a key a
+ * moment before its delete, and keep a hint that outlives it.
+ */
 int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned long long *flip_us)
 {
-	uint32_t seq = __atomic_load_n(&m->st->seq, __ATOMIC_RELAXED), half = seq & 1, zero = 0;
+	uint32_t seq = __atomic_load_n(&m->st->seq, __ATOMIC_RELAXED), half = seq & 1;
 	size_t vs = stride(m->vsz);
 	unsigned long long t0 = now_us();
-	unsigned hi, held = m->n_aging;
-	int fq = bpf_map__fd(m->freeq), r = 0;
+	int r;
+	unsigned hi;
 
+	hi = __atomic_load_n(&m->st->hi, __ATOMIC_ACQUIRE);
+	if (hi > m->max)
+		hi = m->max;
+	if (slotmap_reach(m, hi) >= 0)
+		choose_and_delete(m, hi, half);
 	__atomic_store_n(&m->st->seq, seq + 1, __ATOMIC_SEQ_CST);
 	/* a program that read the old half runs under RCU: once this returns,
 	 * none is left (the same wait a window map's flip relies on) */
-	if (bpf_map_update_elem(bpf_map__fd(m->barrier), &zero, &m->barrier_inner_fd, BPF_ANY))
-		return -errno;
+	r = grace_period(m);
+	if (!r && m->n_pending) {
+		__atomic_fetch_add(&m->st->gen, 1, __ATOMIC_SEQ_CST);
+		r = grace_period(m);
+	}
+	if (r)
+		return r; /* read at the next close, with the next window's */
 	*flip_us = now_us() - t0;
 	hi = __atomic_load_n(&m->st->hi, __ATOMIC_ACQUIRE);
 	if (hi > m->max)
 		hi = m->max;
 	r = slotmap_reach(m, hi);
 	if (r < 0)
-		return r; /* read at the next close, with the next window's */
+		return r;
 	for (unsigned s = 0; s < hi; s++) {
-		char *base = slotmap_value(m, half, 0, s);
 		uint8_t state = m->meta[s] & 3, idle = m->meta[s] >> 2;
 		unsigned n = 0;
 
-		for (unsigned g = 0; g < m->regions; g++) {
-			char *v = base + (size_t)g * vs;
+		for (unsigned h = 0; h < (state == SLOT_HELD ? 2u : 1u); h++) {
+			char *base = slotmap_value(m, half ^ h, 0, s);
 
-			if (m->touched(v))
-				m->touched_vals[n++] = v;
+			for (unsigned g = 0; g < m->regions; g++) {
+				char *v = base + (size_t)g * vs;
+
+				if (m->touched(v))
+					m->touched_vals[n++] = v;
+			}
 		}
 		if (!n) {
 			if (state == SLOT_LIVE && idle < IDLE_MAX)
@@ -272,31 +392,19 @@ int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned lo
 		/* a slot handed out from the free queue shows up here first */
 		m->meta[s] = META(state == SLOT_FREE ? SLOT_LIVE : state, 0);
 	}
-	/* out of the index two closes ago, hints made stale at the last one:
-	 * after this close's grace period and drain, no program can reach them
-	 * and nothing of theirs is unread */
-	for (unsigned i = 0; i < held; i++) {
-		__u32 s = m->aging[i];
-
-		if (!bpf_map_update_elem(fq, NULL, &s, BPF_ANY))
-			m->meta[s] = META(SLOT_FREE, 0);
-		else
-			m->meta[s] = META(SLOT_LIVE, 0); /* not returned: tried again later */
-	}
-	m->n_aging = 0;
-	/* out of the index at the last close and past this close's grace
-	 * period: no program finds them there any more, so no hint taken from
-	 * now on names them; raising gen retires the hints taken before */
 	if (m->n_pending) {
-		uint32_t *t = m->aging;
+		/* the agent alone moves the tail; at most max slots are ever in
+		 * the ring, so it never catches up with the head from behind */
+		uint32_t t = __atomic_load_n(&m->st->free_tail, __ATOMIC_RELAXED);
 
-		__atomic_fetch_add(&m->st->gen, 1, __ATOMIC_SEQ_CST);
-		m->aging = m->pending;
-		m->n_aging = m->n_pending;
-		m->pending = t;
+		for (unsigned i = 0; i < m->n_pending; i++) {
+			m->ring_mem[t % m->max] = m->pending[i];
+			m->meta[m->pending[i]] = META(SLOT_FREE, 0);
+			t = t + 1 == 2 * m->max ? 0 : t + 1;
+		}
+		__atomic_store_n(&m->st->free_tail, t, __ATOMIC_RELEASE);
 		m->n_pending = 0;
 	}
-	reclaim(m, hi);
 	return r;
 }
 
@@ -316,6 +424,8 @@ void slotmap_close(struct slotmap *m)
 {
 	if (m->keys_mem)
 		munmap(m->keys_mem, m->keys_len);
+	if (m->ring_mem)
+		munmap(m->ring_mem, m->ring_len);
 	unmap_vals(m);
 	if (m->st)
 		munmap(m->st, m->state_len);
@@ -323,7 +433,6 @@ void slotmap_close(struct slotmap *m)
 		close(m->barrier_inner_fd);
 	free(m->meta);
 	free(m->pending);
-	free(m->aging);
 	free(m->touched_vals);
 	*m = (struct slotmap){.barrier_inner_fd = -1};
 }

@@ -16,40 +16,47 @@
  * closed by flipping the half the programs fill, waiting for a grace
  * period, then reading the idle half in slot order.
  *
- * Slots are given back by idleness: a slot with nothing in two consecutive
- * drains (both halves) has its key deleted from the index and is held
- * back. At the next window close, after that close's grace period, no
- * program can find the key in the index any more: the map's gen is raised,
- * which retires the slot hints programs took before (struct dc_slot_hint).
- * At the close after that, past another grace period, no program can still
- * hold the slot from an old lookup or hint, and once that drain has read
- * whatever such a program added, the slot goes to the kernel's free queue.
- * A key that comes back in between gets a new slot; for that window both
- * slots carry it, and the caller merges the two (featvec_merge()).
+ * Slots are given back within one close, when their key was idle at two
+ * consecutive drains or its process has exited (owner below): the key
+ * leaves the index before the flip; after the flip's grace period no
+ * program can find it there, and the map's gen is raised, which retires
+ * the slot hints programs took before (struct dc_slot_hint); after a
+ * second grace period no program can still hold the slot, and once the
+ * drain has read both halves of it the slot goes to the kernel's free
+ * queue. A key that comes back later gets a new slot; if it came back in
+ * the same window, both slots carry it, and the caller merges the two
+ * (featvec_merge()).
  */
 struct slotmap {
-	struct bpf_map *idx, *keys, *vals, *freeq, *state, *barrier;
+	struct bpf_map *idx, *keys, *vals, *ring, *freeq, *state, *barrier;
 	int barrier_inner_fd;
 	unsigned max, regions;
 	unsigned half; /* elements per half of the values (NAME_half in the programs) */
 	size_t ksz, vsz;
 	void *keys_mem, *vals_mem[2]; /* the values: each half's used prefix */
-	size_t keys_len, vals_len, state_len;
+	uint64_t *ring_mem;	      /* slots given back (include/datacrumbs/slotmap.h) */
+	size_t keys_len, vals_len, state_len, ring_len;
 	unsigned vals_slots; /* slots the values mapping covers (a prefix) */
 	struct dc_slot_state *st;
 	uint8_t *meta;	   /* per slot: state and windows idle (agent/slotmap.c) */
-	uint32_t *pending; /* out of the index at the last close */
+	uint32_t *pending; /* out of the index at this close, free at its end */
 	unsigned n_pending;
-	uint32_t *aging; /* and hints retired since: free after this close's wait */
-	unsigned n_aging;
-	const void **touched_vals; /* one pointer per region, for the drain callback */
+	const void **touched_vals; /* per region and half, for the drain callback */
 	bool (*touched)(const void *value);
 	/* since the start: slots given back, and keys found in two slots */
 	uint64_t reclaimed;
-	/* if set, called with each key about to leave the index (its entry
-	 * still there, in the map idx_fd): to keep what the entry carries */
-	void (*park)(void *ctx, const void *key, int idx_fd);
+	/* if set, called with each key about to leave the index, and its
+	 * slot, to keep what the key carries across windows; not for a key
+	 * whose process has exited (owner): it cannot come back */
+	void (*park)(void *ctx, const void *key, uint32_t slot);
 	void *park_ctx;
+	/* if set: the process a key belongs to (its tgid), so that the slots
+	 * of a process that has exited go back at the next close instead of
+	 * after two idle drains (a node starting hundreds of short processes
+	 * a second fills the map with the dead otherwise); the agent must see
+	 * the kernel's pids (the initial pid namespace), else this is unused */
+	uint32_t (*owner)(const void *key);
+	uint64_t reclaimed_exited; /* of reclaimed: at the close after the exit */
 };
 
 /* Before load: find NAME_{idx,keys,vals,free,state,barrier} in obj and
@@ -66,7 +73,8 @@ int slotmap_install(struct slotmap *m);
 typedef int (*slot_cb)(const void *key, const void *const *vals, unsigned n, void *ctx);
 
 /* Close the window and hand each key that has anything to cb; *flip_us
- * gets the flip and wait. */
+ * gets the flip and wait. Keys of exited processes (m->owner) leave the
+ * index before the flip, their last values read by this drain. */
 int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned long long *flip_us);
 /* Map the values of slots [0, slots) at least (the drain does it as slots
  * are handed out; bench/drainbench, which writes values itself, too). */

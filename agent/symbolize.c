@@ -13,13 +13,6 @@
 #include "elfsyms.h"
 #include "symbolize.h"
 
-static void fclosep(FILE **f)
-{
-	if (*f)
-		fclose(*f);
-}
-#define _cleanup_fclose_ _cleanup_(fclosep)
-
 struct ksym {
 	uint64_t addr;
 	uint32_t name; /* offset in the arena */

@@ -299,13 +299,33 @@ static __always_inline __u64 task_cgroup_id(struct task_struct *task)
 	return kn ? kn->id : 0;
 }
 
+static __always_inline bool comm_eq(const char *a, const char *b)
+{
+	const __u32 *x = (const __u32 *)a, *y = (const __u32 *)b;
+
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3];
+}
+
+/* Once per process and window, not per key: its first call of each op in
+ * a window comes here, and the note (the path walk, the LRU update) costs
+ * more than the call's own aggregation. Again after an exec, which renames
+ * the process: a shell that forks and execs `cat` is `cat` in its record. */
 static __always_inline void proc_note(__u32 tgid)
 {
 	struct task_struct *t = (void *)bpf_get_current_task();
-	struct dc_proc p = {};
+	struct dc_proc p = {}, *old;
 	const unsigned char *exe;
+	struct dc_slot_state *st;
+	__u32 zero = 0;
 
 	BPF_CORE_READ_STR_INTO(&p.comm, t, group_leader, comm);
+	st = bpf_map_lookup_elem(&agg_state, &zero);
+	if (!st)
+		return;
+	p.seq = *(volatile __u32 *)&st->seq;
+	old = bpf_map_lookup_elem(&procs, &tgid);
+	if (old && old->seq == p.seq && comm_eq(old->comm, p.comm))
+		return;
 	/* real_cred, not cred: cred is what the leader acts as right now,
 	 * which override_creds() swaps inside some calls (access(), NFS) */
 	p.uid = BPF_CORE_READ(t, group_leader, real_cred, uid.val);

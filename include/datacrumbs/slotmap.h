@@ -17,9 +17,14 @@
  * agent maps no more than those prefixes (its RSS follows the keys, not
  * maps.max_keys), reading each in memory order.
  *
- * Slots of keys idle for two windows go back to the kernel through a queue
- * map; agent/slotmap.c explains why that is safe. Shared by bpf/slotmap.bpf.h
- * and agent/slotmap.c.
+ * Slots the agent gives back (keys idle for two windows, or of processes
+ * that exited; agent/slotmap.c explains why that is safe) go to a ring in
+ * an mmap-able array that it fills by plain stores, with no system call
+ * per slot; programs take them by compare-and-swap on free_head. Positions
+ * run over twice the ring's size (NAME_max), so that a full ring is told
+ * from an empty one. A program that took a slot and lost the race to
+ * insert its key gives it back through a queue map, taken from next.
+ * Shared by bpf/slotmap.bpf.h and agent/slotmap.c.
  */
 #ifndef DATACRUMBS_SLOTMAP_H
 #define DATACRUMBS_SLOTMAP_H
@@ -35,6 +40,8 @@ struct dc_slot_state {
 	 * grace period: a hint taken under an older gen may name a slot whose
 	 * key is gone (agent/slotmap.c, "Hints"). */
 	__u32 gen;
+	__u32 free_head; /* ring position programs take the next slot from */
+	__u32 free_tail; /* ring position the agent puts the next slot at */
 	__u32 pad;
 };
 

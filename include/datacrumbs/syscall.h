@@ -100,7 +100,7 @@ struct dc_proc {
 	char comm[DC_COMM_LEN]; /* the thread-group leader's comm */
 	char exe[DC_EXE_LEN];	/* base name of the executable, truncated; "" if none */
 	__u32 uid;		/* the leader's real uid in the initial user namespace */
-	__u32 pad;
+	__u32 seq;		/* the window it was noted in (bpf/syscall.bpf.c proc_note) */
 };
 
 /*

@@ -191,6 +191,44 @@ def scenario_reclaim(agent_bin, wl_bin):
     c.done()
 
 
+def scenario_churn(agent_bin, wl_bin):
+    """A node starting processes faster than keys go idle (builds, job
+    scripts): the slots of a process that has exited go back at the close
+    after its exit. A map of 32 keys serves short processes of 8 keys, two
+    or three to a window, one after the other: 16 to 24 keys a window, where
+    waiting for two idle drains and two more closes would hold five
+    windows' worth (80 or more) and run out. Every process counted exactly,
+    none unattributed."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-wl-")
+    interval = 0.3
+    a = Agent(agent_bin, 'interval = %g;\nmaps = { max_keys = 32; };\n'
+              'filter = { include_comms = ["dcchurn"]; };\n' % interval)
+    params = dict(iters=20, threads=1, size=1501, dir=tmp)
+    pids = []
+    t_end = time.monotonic() + 12 * interval
+    while time.monotonic() < t_end:
+        pids.append(workload_pid(run_workload(wl_bin, comm="dcchurn", **params)))
+        time.sleep(interval / 2)
+    c.eq(a.stop(), 0, "agent exits 0")
+    recs = a.records()
+    check_schema(c, recs)
+    agents = [r for r in recs if r["type"] == "agent"]
+    keys = {(r["pid"], op) for r in recs if r["type"] == "features" and r["pid"] in pids
+            for op in r["ops"]}
+    c.check(len(keys) >= 4 * 32, "%d processes used %d keys over the run, four times the map's 32"
+            % (len(pids), len(keys)))
+    c.eq(sum(r["drops"]["agg_map_full"] for r in agents), 0,
+         "no map-full: each process's slots went back at the close after its exit")
+    exited = max(r["maps"]["slots_reclaimed_exited"] for r in agents)
+    c.check(exited >= len(keys) - 2 * 32,
+            "slots given back for exited processes, as the agent record counts them (%d of %d)"
+            % (exited, max(r["maps"]["slots_reclaimed"] for r in agents)))
+    for i, pid in enumerate(pids):
+        check_exact(c, recs, pid, params, "short process %d" % i)
+    c.done()
+
+
 def scenario_stale_hint(agent_bin, wl_bin):
     """A thread's slot hint (struct dc_slot_hint) must not outlive its key:
     a process writes, pauses until its slots are given back and handed to
@@ -199,8 +237,11 @@ def scenario_stale_hint(agent_bin, wl_bin):
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-wl-")
     interval = 0.15
+    # hints in task storage: a thread keeps them through its pause there,
+    # where the per-CPU stash drops them at another process's first call
     a = Agent(agent_bin, 'interval = %g;\nmaps = { max_keys = 16; };\n'
-              'filter = { include_comms = ["dchint"]; };\n' % interval)
+              'filter = { include_comms = ["dchint"]; };\n'
+              'probes = { syscall = { entry_stash = "task_storage"; }; };\n' % interval)
     # idle for two drains, out of the index, hints retired, freed: about
     # five closes; the second process takes the freed slots at 1.5 s
     first = dict(iters=400, threads=1, size=999, pause_ms=3000, pause_mid_writes=1, dir=tmp)
@@ -923,7 +964,7 @@ def main():
     if scenario == "filters":
         return scenario_filters(agent_bin, wl_bin)
     {"exact": scenario_exact, "overflow": scenario_overflow, "reclaim": scenario_reclaim,
-     "stale-hint": scenario_stale_hint,
+     "stale-hint": scenario_stale_hint, "churn": scenario_churn,
      "many-keys": scenario_many_keys,
      "sigterm": scenario_sigterm,
      "duration": scenario_sigint_duration}[scenario](agent_bin, wl_bin)
