@@ -174,11 +174,12 @@ int slotmap_install(struct slotmap *m)
 	m->st = map_mem(m->state, m->state_len);
 	m->meta = calloc(m->max, 1);
 	m->pending = calloc(m->max, sizeof(*m->pending));
+	m->memo = m->owner ? calloc(1u << PID_MEMO_BITS, sizeof(*m->memo)) : NULL;
 	/* both halves of a slot given back at a close */
 	m->touched_vals = calloc(2 * (size_t)m->regions, sizeof(*m->touched_vals));
 	if (!m->keys_mem || !m->ring_mem || !m->st || slotmap_reach(m, 64) < 0)
 		return -errno;
-	if (!m->meta || !m->pending || !m->touched_vals)
+	if (!m->meta || !m->pending || !m->touched_vals || (m->owner && !m->memo))
 		return -ENOMEM;
 	return bpf_map_update_elem(bpf_map__fd(m->barrier), &zero, &m->barrier_inner_fd, BPF_ANY)
 		   ? -errno
@@ -280,14 +281,11 @@ static void choose_and_delete(struct slotmap *m, unsigned hi, unsigned half)
 {
 	struct give_back g = {.per = sizeof(g.batch) / m->ksz};
 	bool owners = m->owner && sees_kernel_pids();
-	struct {
-		uint32_t tgid;
-		bool gone;
-	} memo[64] = {};
 
+	m->closes++;
 	for (unsigned s = 0; s < hi; s++) {
+		struct pid_memo *pm;
 		uint32_t tgid;
-		unsigned h;
 
 		if ((m->meta[s] & 3) != SLOT_LIVE)
 			continue;
@@ -298,13 +296,16 @@ static void choose_and_delete(struct slotmap *m, unsigned hi, unsigned half)
 		}
 		if (!owners)
 			continue;
+		/* a process's keys are rarely next to each other: the cache is
+		 * large enough that a node's processes are asked about once */
 		tgid = m->owner((char *)m->keys_mem + s * stride(m->ksz));
-		h = (tgid * 2654435761u) >> 26;
-		if (memo[h].tgid != tgid) {
-			memo[h].tgid = tgid;
-			memo[h].gone = pid_gone(tgid);
+		pm = &m->memo[(tgid * 2654435761u) >> (32 - PID_MEMO_BITS)];
+		if (pm->tgid != tgid || pm->close != m->closes) {
+			pm->tgid = tgid;
+			pm->close = m->closes;
+			pm->gone = pid_gone(tgid);
 		}
-		if (memo[h].gone) {
+		if (pm->gone) {
 			give_back_slot(m, &g, s, true);
 			m->reclaimed_exited++;
 		}
@@ -433,6 +434,7 @@ void slotmap_close(struct slotmap *m)
 		close(m->barrier_inner_fd);
 	free(m->meta);
 	free(m->pending);
+	free(m->memo);
 	free(m->touched_vals);
 	*m = (struct slotmap){.barrier_inner_fd = -1};
 }

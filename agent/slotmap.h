@@ -27,6 +27,12 @@
  * the same window, both slots carry it, and the caller merges the two
  * (featvec_merge()).
  */
+#define PID_MEMO_BITS 12
+struct pid_memo {
+	uint32_t tgid, close;
+	bool gone;
+};
+
 struct slotmap {
 	struct bpf_map *idx, *keys, *vals, *ring, *freeq, *state, *barrier;
 	int barrier_inner_fd;
@@ -56,6 +62,8 @@ struct slotmap {
 	 * a second fills the map with the dead otherwise); the agent must see
 	 * the kernel's pids (the initial pid namespace), else this is unused */
 	uint32_t (*owner)(const void *key);
+	struct pid_memo *memo; /* kill()'s answers at this close, by tgid */
+	uint32_t closes;
 	uint64_t reclaimed_exited; /* of reclaimed: at the close after the exit */
 };
 
