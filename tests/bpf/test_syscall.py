@@ -151,6 +151,24 @@ def scenario_overflow(agent_bin, wl_bin):
     c.done()
 
 
+def check_turnover(c, a, pids, params, max_keys, why):
+    """The slot-map turnover checks: the processes used more keys than the
+    map holds, none found it full, never more slots in use than it has,
+    each process counted exactly. Returns (records, agent records, keys)."""
+    c.eq(a.stop(), 0, "agent exits 0")
+    recs = a.records()
+    check_schema(c, recs)
+    agents = [r for r in recs if r["type"] == "agent"]
+    keys = {(r["pid"], op) for r in recs if r["type"] == "features" and r["pid"] in pids
+            for op in r["ops"]}
+    c.eq(sum(r["drops"]["agg_map_full"] for r in agents), 0, "no map-full: " + why)
+    in_use = max(r["maps"]["slots_in_use"] for r in agents)
+    c.check(in_use <= max_keys, "never more slots in use than %d (at most %d)" % (max_keys, in_use))
+    for i, pid in enumerate(pids):
+        check_exact(c, recs, pid, params, "short process %d" % i)
+    return recs, agents, keys
+
+
 def scenario_reclaim(agent_bin, wl_bin):
     """Slots of processes that went idle go back: a map of 16 keys serves one
     process after another, more keys over the run than it holds, with exact
@@ -171,22 +189,13 @@ def scenario_reclaim(agent_bin, wl_bin):
         # two idle drains, then the next close gives the slots back
         time.sleep(5 * interval)
     pid_long = workload_pid(w_long)
-    c.eq(a.stop(), 0, "agent exits 0")
-    recs = a.records()
-    check_schema(c, recs)
-    agents = [r for r in recs if r["type"] == "agent"]
-    keys = {(r["pid"], op) for r in recs if r["type"] == "features" and r["pid"] in pids
-            for op in r["ops"]}
+    recs, agents, keys = check_turnover(c, a, pids, params, 16,
+                                        "the slots of finished processes were given back")
     c.check(len(keys) > 16, "the short processes used %d keys over the run, more than the "
             "map's 16 slots" % len(keys))
-    c.eq(sum(r["drops"]["agg_map_full"] for r in agents), 0,
-         "no map-full: the slots of finished processes were given back")
     c.check(max(r["maps"]["slots_reclaimed"] for r in agents) >= len(keys) - 16,
             "slots given back, as the agent record counts them (%d)"
             % max(r["maps"]["slots_reclaimed"] for r in agents))
-    c.check(all(r["maps"]["slots_in_use"] <= 16 for r in agents), "never more slots in use than 16")
-    for i, pid in enumerate(pids):
-        check_exact(c, recs, pid, params, "short process %d" % i)
     check_exact(c, recs, pid_long, longp, "a process that paused past the reclaim")
     c.done()
 
@@ -212,24 +221,14 @@ def scenario_churn(agent_bin, wl_bin):
     while time.monotonic() < t_end:
         pids.append(workload_pid(run_workload(wl_bin, comm="dcchurn", **params)))
         time.sleep(interval / 3)
-    c.eq(a.stop(), 0, "agent exits 0")
-    recs = a.records()
-    check_schema(c, recs)
-    agents = [r for r in recs if r["type"] == "agent"]
-    keys = {(r["pid"], op) for r in recs if r["type"] == "features" and r["pid"] in pids
-            for op in r["ops"]}
+    _, agents, keys = check_turnover(c, a, pids, params, 64,
+                                     "each process's slots went back at the close after its exit")
     c.check(len(keys) > 2 * 64, "%d processes used %d keys over the run, more than twice the "
             "map's 64" % (len(pids), len(keys)))
-    c.eq(sum(r["drops"]["agg_map_full"] for r in agents), 0,
-         "no map-full: each process's slots went back at the close after its exit")
     exited = max(r["maps"]["slots_reclaimed_exited"] for r in agents)
     c.check(exited >= len(keys) - 64,
             "slots given back for exited processes, as the agent record counts them (%d of %d)"
             % (exited, max(r["maps"]["slots_reclaimed"] for r in agents)))
-    c.check(max(r["maps"]["slots_in_use"] for r in agents) <= 64,
-            "never more slots in use than 64 (at most %d)" % max(r["maps"]["slots_in_use"] for r in agents))
-    for i, pid in enumerate(pids):
-        check_exact(c, recs, pid, params, "short process %d" % i)
     c.done()
 
 
