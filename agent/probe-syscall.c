@@ -114,12 +114,12 @@ static int choose_layout(const struct dc_config *cfg, int ncpus, bool *percpu)
 	return 0;
 }
 
-/* Open, configure and load the skeleton with one mechanism's programs. */
 static uint32_t agg_owner(const void *key)
 {
 	return ((const struct dc_agg_key *)key)->tgid;
 }
 
+/* Open, configure and load the skeleton with one mechanism's programs. */
 static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, enum mech m,
 			 enum stash stash, bool direct)
 {

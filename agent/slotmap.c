@@ -275,14 +275,14 @@ static bool half_touched(const struct slotmap *m, unsigned half, unsigned s)
  * at the half being filled, racing the programs: a hint, no more); one
  * whose process has exited goes at once, its last calls being in the half
  * about to be drained, which needs no index. Only slots in use lately are
- * asked about, one kill() per process through a small cache.
+ * asked about, one kill() per process and close (m->memo).
  */
-static void choose_and_delete(struct slotmap *m, unsigned hi, unsigned half)
+static void choose_and_delete(struct slotmap *m, unsigned hi, uint32_t seq)
 {
 	struct give_back g = {.per = sizeof(g.batch) / m->ksz};
 	bool owners = m->owner && sees_kernel_pids();
+	unsigned half = seq & 1;
 
-	m->closes++;
 	for (unsigned s = 0; s < hi; s++) {
 		struct pid_memo *pm;
 		uint32_t tgid;
@@ -300,9 +300,9 @@ static void choose_and_delete(struct slotmap *m, unsigned hi, unsigned half)
 		 * large enough that a node's processes are asked about once */
 		tgid = m->owner((char *)m->keys_mem + s * stride(m->ksz));
 		pm = &m->memo[(tgid * 2654435761u) >> (32 - PID_MEMO_BITS)];
-		if (pm->tgid != tgid || pm->close != m->closes) {
+		if (pm->tgid != tgid || pm->seq != seq) {
 			pm->tgid = tgid;
-			pm->close = m->closes;
+			pm->seq = seq;
 			pm->gone = pid_gone(tgid);
 		}
 		if (pm->gone) {
@@ -348,7 +348,7 @@ int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned lo
 	if (hi > m->max)
 		hi = m->max;
 	if (slotmap_reach(m, hi) >= 0)
-		choose_and_delete(m, hi, half);
+		choose_and_delete(m, hi, seq);
 	__atomic_store_n(&m->st->seq, seq + 1, __ATOMIC_SEQ_CST);
 	/* a program that read the old half runs under RCU: once this returns,
 	 * none is left (the same wait a window map's flip relies on) */
@@ -390,7 +390,7 @@ int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned lo
 			r = cb((char *)m->keys_mem + s * stride(m->ksz), m->touched_vals, n, ctx);
 		for (unsigned i = 0; i < n; i++)
 			memset((void *)m->touched_vals[i], 0, m->vsz);
-		/* a slot handed out from the free queue shows up here first */
+		/* a slot handed out from the ring or the queue shows up here first */
 		m->meta[s] = META(state == SLOT_FREE ? SLOT_LIVE : state, 0);
 	}
 	if (m->n_pending) {

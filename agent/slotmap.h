@@ -22,14 +22,14 @@
  * program can find it there, and the map's gen is raised, which retires
  * the slot hints programs took before (struct dc_slot_hint); after a
  * second grace period no program can still hold the slot, and once the
- * drain has read both halves of it the slot goes to the kernel's free
- * queue. A key that comes back later gets a new slot; if it came back in
+ * drain has read both halves of it the slot goes to the free ring
+ * (include/datacrumbs/slotmap.h). A key that comes back later gets a new slot; if it came back in
  * the same window, both slots carry it, and the caller merges the two
  * (featvec_merge()).
  */
 #define PID_MEMO_BITS 12
 struct pid_memo {
-	uint32_t tgid, close;
+	uint32_t tgid, seq; /* the window whose close asked */
 	bool gone;
 };
 
@@ -62,12 +62,11 @@ struct slotmap {
 	 * a second fills the map with the dead otherwise); the agent must see
 	 * the kernel's pids (the initial pid namespace), else this is unused */
 	uint32_t (*owner)(const void *key);
-	struct pid_memo *memo; /* kill()'s answers at this close, by tgid */
-	uint32_t closes;
+	struct pid_memo *memo;	   /* kill()'s answers at this close, by tgid */
 	uint64_t reclaimed_exited; /* of reclaimed: at the close after the exit */
 };
 
-/* Before load: find NAME_{idx,keys,vals,free,state,barrier} in obj and
+/* Before load: find NAME_{idx,keys,vals,ring,free,state,barrier} in obj and
  * size them for max slots of regions regions (1 shared, else one per CPU).
  * touched() says whether a value holds anything (zeroed = untouched). The
  * caller sets the object's NAME_max and NAME_regions rodata to the same,

@@ -24,6 +24,19 @@ extern const volatile bool plain_updates;
 #define DC_SEC_LICENSE char LICENSE[] SEC("license") = "GPL"
 
 /*
+ * Submit flags for a ring the agent reads on its own schedule (a timer, each
+ * window's close): a wake-up only once the ring is past half full, so that
+ * a busy node does not pay one wake-up of the agent per event.
+ */
+static __always_inline __u64 dc_ring_wakeup(void *ring)
+{
+	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >
+		       bpf_ringbuf_query(ring, BPF_RB_RING_SIZE) / 2
+		   ? BPF_RB_FORCE_WAKEUP
+		   : BPF_RB_NO_WAKEUP;
+}
+
+/*
  * A family's per-window aggregation map: the one slot of a map-of-maps,
  * whose inner map the agent types (per-CPU or shared hash), sizes and flips
  * (agent/winmap.h). Key and value by size, not __type(): clang emits only a

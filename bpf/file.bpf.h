@@ -338,15 +338,11 @@ __noinline int dc_send_path(__u64 file, __u32 dev, __u64 ino)
 	if (off > DC_PATH_BUF)
 		off = DC_PATH_BUF;
 	ev->len = off;
-	/* a wake-up only past half full: the agent reads the names at each
-	 * close and before each read of the trace ring anyway, and a node
-	 * starting processes sends thousands a second (one wake-up each cost
-	 * the agent more than reading them) */
+	/* the agent reads the names at each close and before each read of
+	 * the trace ring; a node starting processes sends thousands a second,
+	 * and a wake-up each cost the agent more than reading them */
 	if (bpf_ringbuf_output(&paths, ev, offsetof(struct dc_path_ev, buf) + off,
-			       bpf_ringbuf_query(&paths, BPF_RB_AVAIL_DATA) >
-				       bpf_ringbuf_query(&paths, BPF_RB_RING_SIZE) / 2
-				   ? BPF_RB_FORCE_WAKEUP
-				   : BPF_RB_NO_WAKEUP))
+			       dc_ring_wakeup(&paths)))
 		file_count(DC_FILE_CNT_PATH_LOST);
 	return 0;
 }

@@ -307,7 +307,7 @@ static __always_inline bool comm_eq(const char *a, const char *b)
 }
 
 /* Once per process and window, not per key: its first call of each op in
- * a window comes here, and the note (the path walk, the LRU update) costs
+ * a window comes here, and the note (the executable's name, the LRU update) costs
  * more than the call's own aggregation. Again after an exec, which renames
  * the process: a shell that forks and execs `cat` is `cat` in its record. */
 static __always_inline void proc_note(__u32 tgid)

@@ -67,14 +67,10 @@ static __always_inline bool full_workload(const struct dc_trace_cfg *c, __u64 cg
 	return false;
 }
 
-/* Wake-ups only when the ring is half full: the agent reads on its own
- * timer, so a busy node does not pay a wake-up per event. */
+/* the agent reads the ring on its own timer (dc_ring_wakeup) */
 static __always_inline void trace_submit(struct dc_trace_ev *e)
 {
-	bpf_ringbuf_submit(e, bpf_ringbuf_query(&traces, BPF_RB_AVAIL_DATA) >
-				      bpf_ringbuf_query(&traces, BPF_RB_RING_SIZE) / 2
-				  ? BPF_RB_FORCE_WAKEUP
-				  : BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(e, dc_ring_wakeup(&traces));
 }
 
 /* Atomic although per CPU: a block completion in interrupt context can
