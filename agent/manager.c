@@ -1013,6 +1013,10 @@ static int manager_close_window(struct manager *m)
 	memcpy(st.file_counters, fres.counters, sizeof(st.file_counters));
 	st.file_names = fres.names;
 	st.file_names_not_kept = fres.names_not_kept;
+	st.file_max_keys = fres.max_keys;
+	st.file_slots_in_use = fres.slots_in_use;
+	st.file_slots_reclaimed = fres.slots_reclaimed;
+	st.file_slots_reclaimed_exited = fres.slots_reclaimed_exited;
 	st.file_unattributed = &fres.overflow;
 	memcpy(st.vfs_counters, vres.counters, sizeof(st.vfs_counters));
 	memcpy(st.pc_counters, pres.counters, sizeof(st.pc_counters));

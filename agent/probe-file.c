@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "counters.h"
@@ -20,7 +21,14 @@
 struct probe_file {
 	struct ring_buffer *ring;
 	struct bpf_map *overflow, *counters;
-	int ncpus, pos_fd, aux_fd;
+	int ncpus, pos_fd;
+	const struct dc_file_aux *aux; /* file_aux, mapped read-only */
+	size_t aux_len;
+	/* positions of keys given back at this close, written to file_pos
+	 * in one batch (park_flush) */
+	struct dc_file_pos_key park_keys[256];
+	struct dc_file_pos park_vals[256];
+	unsigned n_parked;
 	bool percpu;
 	struct slotmap agg;
 	uint64_t max_keys, max_positions, ring_bytes;
@@ -84,11 +92,19 @@ static void fill_kinds(uint8_t *kinds)
 		kinds[nr] = ops[nr] ? kind_of_op(ops_get(ops[nr])->name) : DC_FK_NONE;
 }
 
+static void aux_unmap(struct probe_file *p)
+{
+	if (p->aux)
+		munmap((void *)p->aux, p->aux_len);
+	p->aux = NULL;
+}
+
 struct probe_file *probe_file_free(struct probe_file *p)
 {
 	if (!p)
 		return NULL;
 	ring_buffer__free(p->ring);
+	aux_unmap(p);
 	slotmap_close(&p->agg);
 	fname_table_free(&p->names);
 	free(p->entries);
@@ -168,17 +184,42 @@ static uint32_t file_owner(const void *key)
 	return ((const struct dc_file_key *)key)->tgid;
 }
 
+static void park_flush(void *ctx)
+{
+	struct probe_file *p = ctx;
+	__u32 n = p->n_parked;
+
+	if (n && bpf_map_update_batch(p->pos_fd, p->park_keys, p->park_vals, &n, NULL)) {
+		/* the rest one by one; all of them where the kernel has no batch
+		 * updates (before 5.6), which leaves the count as it was */
+		if (n == p->n_parked)
+			n = 0;
+		for (unsigned i = n; i < p->n_parked; i++)
+			(void)bpf_map_update_elem(p->pos_fd, &p->park_keys[i], &p->park_vals[i],
+						  BPF_ANY);
+	}
+	p->n_parked = 0;
+}
+
+/* A key leaving its slot: its positions, read where the programs keep
+ * them (a racing write may tear them: they only steer the sequential and
+ * consecutive counts of a key that comes back) */
 static void park_position(void *ctx, const void *key, uint32_t slot)
 {
 	struct probe_file *p = ctx;
 	const struct dc_file_key *k = key;
-	struct dc_file_pos_key pk = {.ino = k->ino, .tgid = k->tgid, .dev = k->dev};
-	struct dc_file_aux aux;
+	struct dc_file_pos pos;
 
-	if (bpf_map_lookup_elem(p->aux_fd, &slot, &aux))
+	if (!p->aux || slot >= p->max_keys)
 		return;
-	if (aux.pos.have_read || aux.pos.have_write)
-		(void)bpf_map_update_elem(p->pos_fd, &pk, &aux.pos, BPF_ANY);
+	pos = p->aux[slot].pos;
+	if (!pos.have_read && !pos.have_write)
+		return;
+	if (p->n_parked == ELEMENTSOF(p->park_keys))
+		park_flush(p);
+	p->park_keys[p->n_parked] =
+	    (struct dc_file_pos_key){.ino = k->ino, .tgid = k->tgid, .dev = k->dev};
+	p->park_vals[p->n_parked++] = pos;
 }
 
 int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool percpu, bool plain,
@@ -208,8 +249,14 @@ int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool perc
 		return r;
 	skel->rodata->file_half = p->agg.half;
 	p->agg.park = park_position;
+	p->agg.park_flush = park_flush;
 	p->agg.park_ctx = p;
 	p->agg.owner = file_owner;
+	/* a file's key goes after one window without calls: each file a
+	 * process opens is a key, and a data loader opening thousands a
+	 * second held four windows' worth of them with the default; a file
+	 * that comes back keeps its offsets (park_position, file_seed) */
+	p->agg.idle_reclaim = 0;
 	return 0;
 }
 
@@ -236,13 +283,21 @@ void probe_file_disable(struct syscall_bpf *skel)
 
 int probe_file_install(struct probe_file *p, struct syscall_bpf *skel)
 {
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	void *a;
+
 	p->pos_fd = bpf_map__fd(skel->maps.file_pos);
-	p->aux_fd = bpf_map__fd(skel->maps.file_aux);
+	p->aux_len = (p->max_keys * sizeof(struct dc_file_aux) + pg - 1) / pg * pg;
+	a = mmap(NULL, p->aux_len, PROT_READ, MAP_SHARED, bpf_map__fd(skel->maps.file_aux), 0);
+	if (a == MAP_FAILED)
+		return -errno;
+	p->aux = a;
 	return slotmap_install(&p->agg);
 }
 
 void probe_file_reset(struct probe_file *p)
 {
+	aux_unmap(p);
 	slotmap_close(&p->agg);
 }
 
@@ -324,6 +379,10 @@ int probe_file_flip_and_drain(struct probe_file *p, uint64_t window, struct dc_f
 			      res->counters);
 	res->names = p->names_in - p->names_in_prev;
 	res->names_not_kept = p->names_dropped - p->names_dropped_prev;
+	res->max_keys = p->max_keys;
+	res->slots_in_use = slotmap_used(&p->agg);
+	res->slots_reclaimed = p->agg.reclaimed;
+	res->slots_reclaimed_exited = p->agg.reclaimed_exited;
 	p->names_in_prev = p->names_in;
 	p->names_dropped_prev = p->names_dropped;
 	return 0;

@@ -48,8 +48,10 @@ struct dc_file_drain {
 	size_t n;
 	struct dc_file_sum overflow; /* calls whose key did not fit, this window */
 	uint64_t counters[DC_FILE_CNT_MAX];
-	uint64_t names;		 /* path events received this window */
-	uint64_t names_not_kept; /* names the table had no room for */
+	uint64_t names;			 /* path events received this window */
+	uint64_t names_not_kept;	 /* names the table had no room for */
+	uint64_t max_keys, slots_in_use; /* the slot map's size, and its slots held now */
+	uint64_t slots_reclaimed, slots_reclaimed_exited; /* since the start */
 };
 
 /* Close the window, take the names it sent, drain it. */

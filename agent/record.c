@@ -790,6 +790,14 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 		json_obj_begin(&j);
 		json_key(&j, "names");
 		json_u64(&j, s->file_names);
+		json_key(&j, "max_keys");
+		json_u64(&j, s->file_max_keys);
+		json_key(&j, "slots_in_use");
+		json_u64(&j, s->file_slots_in_use);
+		json_key(&j, "slots_reclaimed");
+		json_u64(&j, s->file_slots_reclaimed);
+		json_key(&j, "slots_reclaimed_exited");
+		json_u64(&j, s->file_slots_reclaimed_exited);
 		json_key(&j, "drops");
 		json_obj_begin(&j);
 		json_key(&j, "agg_map_full");

@@ -138,6 +138,8 @@ struct dc_agent_stats {
 	bool files;
 	uint64_t file_counters[DC_FILE_CNT_MAX];
 	uint64_t file_names, file_names_not_kept;
+	uint64_t file_max_keys, file_slots_in_use, file_slots_reclaimed,
+	    file_slots_reclaimed_exited;
 	const struct dc_file_sum *file_unattributed;
 	const struct dc_blk_entry *blk_unattributed; /* [DC_BLK_OP_MAX] */
 	const struct stacks_drain *stacks;	     /* NULL: stack profiles off */

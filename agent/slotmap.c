@@ -16,8 +16,6 @@
 enum { SLOT_FREE = 0, SLOT_LIVE = 1, SLOT_HELD = 2 };
 #define META(state, idle) ((uint8_t)((state) | (idle) << 2))
 #define IDLE_MAX	  63
-/* drains with nothing in either half before a slot is given back */
-#define IDLE_RECLAIM 2
 
 static unsigned long long now_us(void)
 {
@@ -59,6 +57,7 @@ int slotmap_prepare(struct slotmap *m, struct bpf_object *obj, const char *name,
 			      .regions = regions,
 			      .ksz = ksz,
 			      .vsz = vsz,
+			      .idle_reclaim = SLOTMAP_IDLE_DEFAULT,
 			      .touched = touched};
 	m->idx = find(obj, name, "idx");
 	m->keys = find(obj, name, "keys");
@@ -245,6 +244,15 @@ struct give_back {
 	unsigned per, n;
 };
 
+/* what the keys carry is kept before they leave the index, where a program
+ * could otherwise meet a returning key before its state is parked */
+static void give_back_batch(struct slotmap *m, struct give_back *g)
+{
+	if (m->park_flush)
+		m->park_flush(m->park_ctx);
+	delete_keys(m, g->batch, g->n);
+}
+
 static void give_back_slot(struct slotmap *m, struct give_back *g, unsigned s, bool exited)
 {
 	char *k = g->batch + (size_t)g->n * m->ksz;
@@ -253,7 +261,7 @@ static void give_back_slot(struct slotmap *m, struct give_back *g, unsigned s, b
 	if (m->park && !exited)
 		m->park(m->park_ctx, k, s);
 	if (++g->n == g->per) {
-		delete_keys(m, g->batch, g->n);
+		give_back_batch(m, g);
 		g->n = 0;
 	}
 	m->meta[s] = META(SLOT_HELD, 0);
@@ -271,7 +279,7 @@ static bool half_touched(const struct slotmap *m, unsigned half, unsigned s)
 
 /*
  * Before the flip: the slots to give back at this close leave the index.
- * A slot idle at the last two drains goes unless it counted since (a peek
+ * A slot idle at the last idle_reclaim drains goes unless it counted since (a peek
  * at the half being filled, racing the programs: a hint, no more); one
  * whose process has exited goes at once, its last calls being in the half
  * about to be drained, which needs no index. Only slots in use lately are
@@ -289,29 +297,29 @@ static void choose_and_delete(struct slotmap *m, unsigned hi, uint32_t seq)
 
 		if ((m->meta[s] & 3) != SLOT_LIVE)
 			continue;
-		if ((m->meta[s] >> 2) >= IDLE_RECLAIM) {
-			if (!half_touched(m, half, s))
-				give_back_slot(m, &g, s, false);
-			continue;
+		/* the dead first: an idle key of an exited process is not
+		 * parked (m->park), it cannot come back */
+		if (owners) {
+			/* a process's keys are rarely next to each other: the cache
+			 * is large enough that a node's processes are asked about once */
+			tgid = m->owner((char *)m->keys_mem + s * stride(m->ksz));
+			pm = &m->memo[(tgid * 2654435761u) >> (32 - PID_MEMO_BITS)];
+			if (pm->tgid != tgid || pm->seq != seq) {
+				pm->tgid = tgid;
+				pm->seq = seq;
+				pm->gone = pid_gone(tgid);
+			}
+			if (pm->gone) {
+				give_back_slot(m, &g, s, true);
+				m->reclaimed_exited++;
+				continue;
+			}
 		}
-		if (!owners)
-			continue;
-		/* a process's keys are rarely next to each other: the cache is
-		 * large enough that a node's processes are asked about once */
-		tgid = m->owner((char *)m->keys_mem + s * stride(m->ksz));
-		pm = &m->memo[(tgid * 2654435761u) >> (32 - PID_MEMO_BITS)];
-		if (pm->tgid != tgid || pm->seq != seq) {
-			pm->tgid = tgid;
-			pm->seq = seq;
-			pm->gone = pid_gone(tgid);
-		}
-		if (pm->gone) {
-			give_back_slot(m, &g, s, true);
-			m->reclaimed_exited++;
-		}
+		if ((m->meta[s] >> 2) >= m->idle_reclaim && !half_touched(m, half, s))
+			give_back_slot(m, &g, s, false);
 	}
 	if (g.n)
-		delete_keys(m, g.batch, g.n);
+		give_back_batch(m, &g);
 }
 
 /* Wait until no BPF program that started before is still running: a

@@ -27,7 +27,8 @@
  * the same window, both slots carry it, and the caller merges the two
  * (featvec_merge()).
  */
-#define PID_MEMO_BITS 12
+#define PID_MEMO_BITS	     12
+#define SLOTMAP_IDLE_DEFAULT 2
 struct pid_memo {
 	uint32_t tgid, seq; /* the window whose close asked */
 	bool gone;
@@ -48,6 +49,14 @@ struct slotmap {
 	uint32_t *pending; /* out of the index at this close, free at its end */
 	unsigned n_pending;
 	const void **touched_vals; /* per region and half, for the drain callback */
+	/* drains that found nothing in the slot before the one whose close
+	 * gives it back, if the window being closed counted nothing either:
+	 * with 2 (the default) a key holds its slot for the window it was last
+	 * used in and three more; with 0, one more. Lower suits keys that come
+	 * and go (files: a data loader opens thousands a second, each read
+	 * once); a key that comes back after its slot went takes a new one,
+	 * for the price of an index insert */
+	unsigned idle_reclaim;
 	bool (*touched)(const void *value);
 	/* since the start: slots given back, and keys found in two slots */
 	uint64_t reclaimed;
@@ -55,6 +64,9 @@ struct slotmap {
 	 * slot, to keep what the key carries across windows; not for a key
 	 * whose process has exited (owner): it cannot come back */
 	void (*park)(void *ctx, const void *key, uint32_t slot);
+	/* if set, called before the parked keys leave the index: park may
+	 * batch what it keeps, as long as it is kept by then */
+	void (*park_flush)(void *ctx);
 	void *park_ctx;
 	/* if set: the process a key belongs to (its tgid), so that the slots
 	 * of a process that has exited go back at the next close instead of

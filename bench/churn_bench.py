@@ -8,7 +8,10 @@ unattributed for want of a slot, the map-full counts of the system-call and
 file maps, the slots in use, the close's times, the agent's own CPU, and the
 system-call programs' run time per call.
 
-usage: churn_bench.py [--rounds N] [--seconds S] LABEL=AGENT_BINARY ...
+usage: churn_bench.py [--rounds N] [--seconds S] LABEL=AGENT_BINARY[|EXTRA_CONFIG] ...
+  e.g. churn_bench.py 'old=/tmp/datacrumbs-old' 'new=build/agent/datacrumbs'
+       churn_bench.py 'f4k=build/agent/datacrumbs' \
+                      'f16k=build/agent/datacrumbs|maps = { files_max_keys = 16384; };'
 """
 import argparse
 import json
@@ -25,11 +28,11 @@ import kafka_bench  # noqa: E402  (busy())
 CONF = "interval = 1.0;\nbudget = { cpu = 0; };\n"
 
 
-def run(agent, seconds, tmp):
+def run(agent, extra, seconds, tmp):
     out = os.path.join(tmp, "records.jsonl")
     conf = os.path.join(tmp, "churn.conf")
     with open(conf, "w") as f:
-        f.write(CONF)
+        f.write(CONF + extra + "\n")
     if os.path.exists(out):
         os.unlink(out)
     ag = subprocess.Popen([agent, "-c", conf, "-d", str(seconds + 3), "-o", out],
@@ -56,6 +59,7 @@ def run(agent, seconds, tmp):
         "agg_map_full/win": med(r["drops"]["agg_map_full"] for r in ag),
         "files_full/win": med(r["files"]["drops"]["agg_map_full"] for r in ag),
         "slots max": max(r["maps"]["slots_in_use"] for r in ag),
+        "file slots max": max(r["files"].get("slots_in_use", -1) for r in ag),
         "flip ms": med(r["cost"]["flip_us"] for r in ag) / 1000,
         "drain ms": med(r["cost"]["drain_us"] for r in ag) / 1000,
         "user+sys ms/win": med((r["cost"]["cpu_user_us"] + r["cost"]["cpu_sys_us"]) / 1000
@@ -74,14 +78,18 @@ def main():
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("churn_bench: run as root")
-    agents = [x.split("=", 1) for x in a.agents]
-    if any(len(x) != 2 or not os.access(x[1], os.X_OK) for x in agents):
-        sys.exit("churn_bench: each agent as LABEL=EXECUTABLE")
-    res = {label: [] for label, _ in agents}
+    agents = []
+    for x in a.agents:
+        label, _, rest = x.partition("=")
+        binary, _, extra = rest.partition("|")
+        if not label or not os.access(binary, os.X_OK):
+            sys.exit("churn_bench: each agent as LABEL=EXECUTABLE[|EXTRA_CONFIG], not %r" % x)
+        agents.append((label, binary, extra))
+    res = {label: [] for label, _, _ in agents}
     with tempfile.TemporaryDirectory(prefix="dc-churn-", dir="/var/tmp") as tmp:
         for _ in range(a.rounds):
-            for label, binary in agents:
-                res[label].append(run(binary, a.seconds, tmp))
+            for label, binary, extra in agents:
+                res[label].append(run(binary, extra, a.seconds, tmp))
     cols = list(next(iter(res.values()))[0])
     print("churn: ~100 short processes/s (sh -c 'cat ...; ls'), 1 s windows, %d rounds of %d s;"
           " medians over rounds" % (a.rounds, a.seconds))

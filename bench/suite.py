@@ -30,7 +30,11 @@ A configuration that cannot run here prints its reason in its rows.
 
 Tables: per workload, median ns per call, ns added (median of the per-round
 differences to none) with p25..p75, added / minagg's, and % throughput lost
-(median of the per-round losses against none). Figures: agent CPU and RSS
+(median of the per-round losses against none). Then the default agent's
+programs' run time in each 1 MiB workload (kernel BPF statistics), as a
+share of the workload's untraced time: the estimate the throughput goals
+are judged by when the wall clock's spread is wider than twice the goal, as
+it is on a noisy VM. Figures: agent CPU and RSS
 (its own agent records), drain time of 1k/10k/100k keys (bench/drainbench:
 the agent's flip and drain code), attach time (exec to READY=1) of the
 default set and of a thousand libc functions. Goals: PASS/FAIL with the
@@ -168,30 +172,42 @@ def bcc_setup(tmp):
 
 # --- one configuration's run of every workload -------------------------------
 
+def workload(b, *args, pin=False):
+    """(calls, bytes, ns) of one run of bench/workloads."""
+    cmd = ([os.path.join(b.build, "bench/workloads")] + [str(x) for x in args])
+    if pin and shutil.which("taskset"):
+        cmd = ["taskset", "-c", "1"] + cmd
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError("workloads %s: %s" % (args[0], out.stderr.strip()))
+    c, by, ns = out.stdout.split()
+    return int(c), int(by), int(ns)
+
+
+def run_streams(b, fs, sz, each=None):
+    """{workload: (calls, bytes, ns)} of the four 1 MiB workloads, in order;
+    each(name, run) wraps every run (the BPF time section measures around it)."""
+    seq, dio = os.path.join(fs.mnt, "seq"), os.path.join(fs.mnt, "dio")
+    steps = [("buffered-write", ("write", seq, sz["mib"])), ("buffered-read", ("read", seq, sz["mib"])),
+             ("direct-write", ("write", dio, sz["mib"], "direct")),
+             ("direct-read", ("read", dio, sz["mib"], "direct"))]
+    res = {}
+    for name, args in steps:
+        res[name] = (each or (lambda _, run: run()))(name, lambda: workload(b, *args))
+        if args[0] == "read":
+            os.unlink(args[1])
+    return res
+
+
 def run_workloads(b, fs, shm, sz, scale=1.0):
     """{workload: (calls, bytes, ns)} for every workload, in order."""
-    exe = os.path.join(b.build, "bench/workloads")
-
     def w(*args, pin=False):
-        cmd = ([exe] + [str(x) for x in args])
-        if pin and shutil.which("taskset"):
-            cmd = ["taskset", "-c", "1"] + cmd
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode:
-            raise RuntimeError("workloads %s: %s" % (args[0], out.stderr.strip()))
-        c, by, ns = out.stdout.split()
-        return int(c), int(by), int(ns)
+        return workload(b, *args, pin=pin)
 
     res = {}
     calls = max(1000, int(sz["calls"] * scale) // 2 * 2)
     res["tmpfs-4k"] = w("tmpfs4k", os.path.join(shm, "f"), calls, pin=True)
-    seq, dio = os.path.join(fs.mnt, "seq"), os.path.join(fs.mnt, "dio")
-    res["buffered-write"] = w("write", seq, sz["mib"])
-    res["buffered-read"] = w("read", seq, sz["mib"])
-    os.unlink(seq)
-    res["direct-write"] = w("write", dio, sz["mib"], "direct")
-    res["direct-read"] = w("read", dio, sz["mib"], "direct")
-    os.unlink(dio)
+    res.update(run_streams(b, fs, sz))
     mdir = os.path.join(fs.mnt, "meta")
     os.mkdir(mdir)
     res["metadata"] = w("meta", mdir, sz["files"])
@@ -235,6 +251,46 @@ def steady_cpu(b, shm, seconds):
     c = agent_cost(out, t1, t2)
     c["calls_per_s"] = n / (ns / 1e9)
     return c
+
+
+def bpf_time(b, fs, sz, passes, quiet):
+    """The default agent's programs' run time in each 1 MiB workload, from
+    the kernel's BPF statistics (kernel.bpf_stats_enabled, on only for these
+    passes: the statistics add two clock reads a run), net of what they ran
+    in an idle interval as long right after (the node's other activity).
+    {workload: [(net ns, traced run ns)]}, one pair per pass."""
+    path = "/proc/sys/kernel/bpf_stats_enabled"
+    with open(path) as fh:
+        old = fh.read().strip()
+    out = {wl: [] for wl in STREAMS}
+    try:
+        with open(path, "w") as fh:
+            fh.write("1")
+        for _ in range(passes):
+            quiet.wait()
+            p, rec = b.start("default", "agent", lb.TRACES_ON)
+
+            def ns_of(progs):
+                return sum(progs[i].get("run_time_ns", 0) for i in p.dc_ids if i in progs)
+
+            def each(name, run):
+                before = lb.bpf_progs()
+                r = run()
+                after = lb.bpf_progs()
+                time.sleep(r[2] / 1e9)
+                idle = lb.bpf_progs()
+                used = ns_of(after) - ns_of(before)
+                out[name].append((used - (ns_of(idle) - ns_of(after)), r[2]))
+                return r
+            run_streams(b, fs, sz, each)
+            b.stop(p)
+            if rec and os.path.exists(rec):
+                os.unlink(rec)
+            shutil.rmtree(os.path.join(b.tmp, "traces"), ignore_errors=True)
+    finally:
+        with open(path, "w") as fh:
+            fh.write(old)
+    return out
 
 
 def drain_times(b, keys, reps):
@@ -390,6 +446,22 @@ def report(a, configs, not_run, runs, figures):
           "median of 1 - none's time / this time, per round")
 
     f = figures
+    share = {}
+    if f.get("bpf_time"):
+        bt = f["bpf_time"]
+        print("\n[bpf time] the default agent's programs' run time in the 1 MiB workloads "
+              "(kernel BPF statistics, %d passes, medians; net of an idle interval as long)"
+              % len(next(iter(bt.values()))))
+        print("%-15s %12s %14s %12s" % ("workload", "BPF us/MiB", "none ms/phase", "BPF/phase"))
+        for wl in STREAMS:
+            mib = runs["none"][0][wl][1] / (1 << 20)
+            net = med([x[0] for x in bt[wl]])
+            base = med([r[wl][2] for r in runs["none"]])
+            share[wl] = 100 * net / base
+            print("%-15s %12.1f %14.1f %11.2f%%" % (wl, net / 1e3 / mib, base / 1e6, share[wl]))
+        print("BPF/phase: the programs' time over the phase's untraced time: what they add "
+              "where their time falls on the workload's own path (the system-call and page-cache "
+              "programs run in its context; block completions may overlap the device)")
     print("\n[agent] the default agent's own agent records")
     st = f.get("steady")
     if st:
@@ -450,10 +522,18 @@ def report(a, configs, not_run, runs, figures):
         r = tables[wl].get("default", {})
         if "lost_pct" in r:
             lo, hi = r["lost_iqr"]
-            # a spread wider than twice the goal cannot tell 0.5% from 0
-            goal("throughput lost < 0.5%% (%s)" % wl, r["lost_pct"],
-                 "%.2f%% [%.1f..%.1f]" % (r["lost_pct"], lo, hi),
-                 None if hi - lo > 1.0 else r["lost_pct"] < 0.5)
+            text = "%.2f%% [%.1f..%.1f]" % (r["lost_pct"], lo, hi)
+            # a spread wider than twice the goal cannot tell 0.5% from 0:
+            # then the programs' own time is the estimate judged
+            if hi - lo <= 1.0:
+                goal("throughput lost < 0.5%% (%s)" % wl, r["lost_pct"], text,
+                     r["lost_pct"] < 0.5)
+            elif wl in share:
+                goal("throughput lost < 0.5%% (%s)" % wl, share[wl],
+                     "BPF %.2f%%; wall %s" % (share[wl], text), share[wl] < 0.5,
+                     "by the BPF time estimate: the wall clock's spread is too wide")
+            else:
+                goal("throughput lost < 0.5%% (%s)" % wl, r["lost_pct"], text, None)
     if st:
         v = st["user_us"] / st["wall_us"] * 100 / (st["calls_per_s"] / 1e6)
         goal("agent user CPU < 1% of a core at 1M calls/s", v, "%.3f%%" % v, v < 1)
@@ -481,7 +561,8 @@ def report(a, configs, not_run, runs, figures):
         print("%-52s %-30s %s%s" % (g["goal"], g["measured"], verdict,
                                     "  (%s)" % g["note"] if g["note"] else ""))
     print("NOT RESOLVED: the per-round losses' p25..p75 (in brackets) is wider than twice the "
-          "goal, so this run cannot tell a 0.5% loss from none")
+          "goal, so this run cannot tell a 0.5% loss from none; where the [bpf time] section "
+          "ran, its estimate is judged instead")
     return tables, goals
 
 
@@ -638,6 +719,8 @@ def main():
         figures = {"suite_cost": suite_cost}
         quiet.wait()
         figures["steady"] = steady_cpu(b, shm, 2.5 if a.quick else 4.5)
+        if "default" in active:
+            figures["bpf_time"] = bpf_time(b, fs, sz, 1 if a.quick else 3, quiet)
         figures["drain_keys"] = [1000, 10000, 100000]
         figures["drain_reps"] = 1 if a.quick else 5
         figures["drain"] = drain_times(b, figures["drain_keys"], figures["drain_reps"])

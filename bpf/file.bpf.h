@@ -56,9 +56,12 @@ struct {
 } file_pos SEC(".maps");
 
 /* Per slot of the file slot map, for as long as a key holds the slot
- * (struct dc_file_aux); sized like the slot map before load. */
+ * (struct dc_file_aux); sized like the slot map before load. Mapped into
+ * the agent, which reads a key's positions there as it gives the slot back
+ * (thousands a second on a node opening many files). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct dc_file_aux);

@@ -37,6 +37,11 @@
  * IORING_SETUP_SQPOLL ring, whose kernel thread submits the requests, then
  * one IORING_OP_TIMEOUT of 1 s (-ETIME) waited for, and followed by 1 s,
  * without I/O system calls: a window in which only io_uring sees the child.
+ *
+ * With --files N the child instead makes N files in --dir one after the
+ * other, each by openat (O_CREAT), one pwrite64 of --size bytes and close,
+ * sleeping --file-gap-ms after each: N keys of the file layer that are
+ * used once and never again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -58,6 +63,7 @@
 
 static int iters = 100, nthreads = 1, bad_opens = 3, bad_reads = 2, fsyncs = 1, pause_ms;
 static int pause_mid_writes;
+static int nfiles, file_gap_ms;
 static size_t size = 4096;
 static const char *dir = "/tmp";
 static const char *comm;
@@ -297,6 +303,29 @@ static void uring_io(void)
 	free(buf);
 }
 
+static void files_io(void)
+{
+	struct timespec gap = {file_gap_ms / 1000, (long)(file_gap_ms % 1000) * 1000000L};
+	char path[4096], *buf = malloc(size);
+
+	if (!buf)
+		_exit(50);
+	memset(buf, 'f', size);
+	for (int i = 0; i < nfiles; i++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/dc-files.%d.%d", dir, (int)getpid(), i);
+		fd = openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0)
+			_exit(51);
+		if (pwrite(fd, buf, size, 0) != (ssize_t)size)
+			_exit(52);
+		close(fd);
+		nanosleep(&gap, NULL);
+	}
+	free(buf);
+}
+
 static void *worker(void *arg)
 {
 	long t = (long)arg;
@@ -378,6 +407,10 @@ int main(int argc, char **argv)
 			uring = atoi(v);
 		else if (!strcmp(k, "--hops"))
 			hops = atoi(v);
+		else if (!strcmp(k, "--files"))
+			nfiles = atoi(v);
+		else if (!strcmp(k, "--file-gap-ms"))
+			file_gap_ms = atoi(v);
 		else {
 			fprintf(stderr, "workload: unknown option %s\n", k);
 			return 2;
@@ -407,6 +440,10 @@ int main(int argc, char **argv)
 			uring_io();
 			_exit(0);
 		}
+		if (nfiles) {
+			files_io();
+			_exit(0);
+		}
 		for (long t = 1; t < nthreads; t++)
 			if (pthread_create(&th[t], NULL, worker, (void *)t))
 				_exit(20);
@@ -423,6 +460,12 @@ int main(int argc, char **argv)
 		char path[4096];
 
 		snprintf(path, sizeof(path), "%s/dc-workload.%d.%d", dir, (int)pid, t);
+		unlink(path);
+	}
+	for (int i = 0; i < nfiles; i++) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/dc-files.%d.%d", dir, (int)pid, i);
 		unlink(path);
 	}
 	printf("%d\n", (int)pid);
