@@ -131,7 +131,7 @@ static const struct dc_cfg_item items[] = {
      "how the programs read a call's file and inode: direct loads of typed pointers "
      "(bpf_rdonly_cast, 6.2+, tp_btf only), or bpf_probe_read_kernel() copies; auto takes "
      "direct when the kernel loads it"},
-    {"maps.files_max_keys", CFG_INT, F(files_max_keys), "8192", 16, 1 << 20, NULL,
+    {"maps.files_max_keys", CFG_INT, F(files_max_keys), "4096", 16, 1 << 20, NULL,
      "distinct (process, cgroup, file) keys at once (a key goes after a window without "
      "calls); beyond, file I/O is counted in the agent record's files.unattributed"},
     {"maps.files_max_positions", CFG_INT, F(files_max_positions), "65536", 64, 1 << 22, NULL,
