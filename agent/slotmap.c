@@ -279,11 +279,11 @@ static bool half_touched(const struct slotmap *m, unsigned half, unsigned s)
 
 /*
  * Before the flip: the slots to give back at this close leave the index.
- * A slot idle at the last idle_reclaim drains goes unless it counted since (a peek
- * at the half being filled, racing the programs: a hint, no more); one
- * whose process has exited goes at once, its last calls being in the half
- * about to be drained, which needs no index. Only slots in use lately are
- * asked about, one kill() per process and close (m->memo).
+ * A slot whose process has exited goes at once, its last calls being in
+ * the half about to be drained, which needs no index (one kill() per
+ * process and close, m->memo); one idle at the last idle_reclaim drains
+ * goes unless it counted since (a peek at the half being filled, racing
+ * the programs: a hint, no more).
  */
 static void choose_and_delete(struct slotmap *m, unsigned hi, uint32_t seq)
 {

@@ -16,16 +16,16 @@
  * closed by flipping the half the programs fill, waiting for a grace
  * period, then reading the idle half in slot order.
  *
- * Slots are given back within one close, when their key was idle at two
- * consecutive drains or its process has exited (owner below): the key
- * leaves the index before the flip; after the flip's grace period no
- * program can find it there, and the map's gen is raised, which retires
- * the slot hints programs took before (struct dc_slot_hint); after a
- * second grace period no program can still hold the slot, and once the
- * drain has read both halves of it the slot goes to the free ring
- * (include/datacrumbs/slotmap.h). A key that comes back later gets a new slot; if it came back in
- * the same window, both slots carry it, and the caller merges the two
- * (featvec_merge()).
+ * Slots are given back within one close, when their key was idle at
+ * idle_reclaim consecutive drains and in the window closing, or its
+ * process has exited (owner below): the key leaves the index before the
+ * flip; after the flip's grace period no program can find it there, and
+ * the map's gen is raised, which retires the slot hints programs took
+ * before (struct dc_slot_hint); after a second grace period no program can
+ * still hold the slot, and once the drain has read both halves of it the
+ * slot goes to the free ring (include/datacrumbs/slotmap.h). A key that
+ * comes back later gets a new slot; if it came back in the same window,
+ * both slots carry it, and the caller merges the two (featvec_merge()).
  */
 #define PID_MEMO_BITS	     12
 #define SLOTMAP_IDLE_DEFAULT 2
