@@ -246,8 +246,9 @@ struct attempt {
  * at load, and the probe-read pair is tried next on the same mechanism.
  * Where the kernel's BTF does not name the kfunc at all, the refused load
  * is not tried: it was a third of the layer's attach time on Debian 12's
- * 6.1 (bench/run-vm-attach-bench.sh), and the check costs 1 to 3 ms. The other mechanisms' program types may
- * not call kfuncs on every kernel that has them: they always copy.
+ * 6.1 (bench/run-vm-attach-bench.sh), and the check costs 1 to 3 ms. The
+ * other mechanisms' program types may not call kfuncs on every kernel that
+ * has them: they always copy.
  */
 static int attempt_stash(struct attempt *a, int m, enum stash stash)
 {

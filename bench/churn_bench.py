@@ -28,9 +28,11 @@ import kafka_bench  # noqa: E402  (busy())
 CONF = "interval = 1.0;\nbudget = { cpu = 0; };\n"
 
 
-def run(agent, extra, seconds, tmp):
+def agent_records(prog, agent, extra, seconds, tmp, workload):
+    """The records of the agent (1 s windows, no budget, extra config
+    appended) run for seconds + 3 while workload() runs from 1.5 s in."""
     out = os.path.join(tmp, "records.jsonl")
-    conf = os.path.join(tmp, "churn.conf")
+    conf = os.path.join(tmp, "bench.conf")
     with open(conf, "w") as f:
         f.write(CONF + extra + "\n")
     if os.path.exists(out):
@@ -38,11 +40,16 @@ def run(agent, extra, seconds, tmp):
     ag = subprocess.Popen([agent, "-c", conf, "-d", str(seconds + 3), "-o", out],
                           stderr=subprocess.DEVNULL)
     time.sleep(1.5)
-    kafka_bench.busy(seconds)
+    workload()
     if ag.wait() != 0:
-        sys.exit("churn_bench: %s exited with %d" % (agent, ag.returncode))
+        sys.exit("%s: %s exited with %d" % (prog, agent, ag.returncode))
     with open(out) as f:
-        recs = [json.loads(line) for line in f]
+        return [json.loads(line) for line in f]
+
+
+def run(agent, extra, seconds, tmp):
+    recs = agent_records("churn_bench", agent, extra, seconds, tmp,
+                         lambda: kafka_bench.busy(seconds))
     # the windows wholly inside the busy phase
     ag = [r for r in recs if r["type"] == "agent"][2:2 + seconds - 1]
     events = sum(r["events"] for r in ag)
@@ -70,33 +77,45 @@ def run(agent, extra, seconds, tmp):
     }
 
 
+def parse_agents(prog, specs):
+    """[(label, binary, extra config)] from LABEL=AGENT_BINARY[|EXTRA_CONFIG]
+    arguments; exits saying which one is malformed."""
+    if os.geteuid() != 0:
+        sys.exit("%s: run as root" % prog)
+    agents = []
+    for x in specs:
+        label, _, rest = x.partition("=")
+        binary, _, extra = rest.partition("|")
+        if not label or not os.access(binary, os.X_OK):
+            sys.exit("%s: each agent as LABEL=EXECUTABLE[|EXTRA_CONFIG], not %r" % (prog, x))
+        agents.append((label, binary, extra))
+    return agents
+
+
+def print_medians(res):
+    """One row per agent: the median over rounds of every column."""
+    cols = list(next(iter(res.values()))[0])
+    print("%-10s" % "agent" + "".join("%17s" % c for c in cols))
+    for label, rows in res.items():
+        print("%-10s" % label + "".join("%17.1f" % statistics.median(r[c] for r in rows)
+                                        for c in cols))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=7)
-    ap.add_argument("agents", nargs="+", help="LABEL=AGENT_BINARY")
+    ap.add_argument("agents", nargs="+", help="LABEL=AGENT_BINARY[|EXTRA_CONFIG]")
     a = ap.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("churn_bench: run as root")
-    agents = []
-    for x in a.agents:
-        label, _, rest = x.partition("=")
-        binary, _, extra = rest.partition("|")
-        if not label or not os.access(binary, os.X_OK):
-            sys.exit("churn_bench: each agent as LABEL=EXECUTABLE[|EXTRA_CONFIG], not %r" % x)
-        agents.append((label, binary, extra))
+    agents = parse_agents("churn_bench", a.agents)
     res = {label: [] for label, _, _ in agents}
     with tempfile.TemporaryDirectory(prefix="dc-churn-", dir="/var/tmp") as tmp:
         for _ in range(a.rounds):
             for label, binary, extra in agents:
                 res[label].append(run(binary, extra, a.seconds, tmp))
-    cols = list(next(iter(res.values()))[0])
     print("churn: ~100 short processes/s (sh -c 'cat ...; ls'), 1 s windows, %d rounds of %d s;"
           " medians over rounds" % (a.rounds, a.seconds))
-    print("%-10s" % "agent" + "".join("%17s" % c for c in cols))
-    for label, rows in res.items():
-        print("%-10s" % label + "".join("%17.1f" % statistics.median(r[c] for r in rows)
-                                        for c in cols))
+    print_medians(res)
 
 
 if __name__ == "__main__":

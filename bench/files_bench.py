@@ -12,15 +12,15 @@ usage: files_bench.py [--rounds N] [--seconds S] [--rate R] LABEL=AGENT_BINARY[|
        files_bench.py 'new16k=build/agent/datacrumbs|maps = { files_max_keys = 16384; };'
 """
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-CONF = "interval = 1.0;\nbudget = { cpu = 0; };\n"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import churn_bench  # noqa: E402  (the agents' arguments and the table)
+
 NFILES = 40000
 
 
@@ -45,20 +45,8 @@ def read_files(d, rate, seconds):
 
 
 def run(agent, extra, rate, seconds, tmp, data):
-    out = os.path.join(tmp, "records.jsonl")
-    conf = os.path.join(tmp, "files.conf")
-    with open(conf, "w") as f:
-        f.write(CONF + extra + "\n")
-    if os.path.exists(out):
-        os.unlink(out)
-    ag = subprocess.Popen([agent, "-c", conf, "-d", str(seconds + 3), "-o", out],
-                          stderr=subprocess.DEVNULL)
-    time.sleep(1.5)
-    read_files(data, rate, seconds)
-    if ag.wait() != 0:
-        sys.exit("files_bench: %s exited with %d" % (agent, ag.returncode))
-    with open(out) as f:
-        recs = [json.loads(line) for line in f]
+    recs = churn_bench.agent_records("files_bench", agent, extra, seconds, tmp,
+                                     lambda: read_files(data, rate, seconds))
     # the windows wholly inside the busy phase, past the first two (filling)
     ag = [r for r in recs if r["type"] == "agent"][3:2 + seconds - 1]
     med = statistics.median
@@ -80,15 +68,7 @@ def main():
     ap.add_argument("--rate", type=int, default=3000, help="files a second")
     ap.add_argument("agents", nargs="+", help="LABEL=AGENT_BINARY[|EXTRA_CONFIG]")
     a = ap.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("files_bench: run as root")
-    agents = []
-    for x in a.agents:
-        label, _, rest = x.partition("=")
-        binary, _, extra = rest.partition("|")
-        if not label or not os.access(binary, os.X_OK):
-            sys.exit("files_bench: each agent as LABEL=EXECUTABLE[|EXTRA_CONFIG], not %r" % x)
-        agents.append((label, binary, extra))
+    agents = churn_bench.parse_agents("files_bench", a.agents)
     res = {label: [] for label, _, _ in agents}
     with tempfile.TemporaryDirectory(prefix="dc-files-", dir="/var/tmp") as tmp:
         data = os.path.join(tmp, "data")
@@ -97,14 +77,10 @@ def main():
         for _ in range(a.rounds):
             for label, binary, extra in agents:
                 res[label].append(run(binary, extra, a.rate, a.seconds, tmp, data))
-    cols = list(next(iter(res.values()))[0])
     print("files: one process opening, reading (4 KiB) and closing %d files/s, each once in "
           "the run, 1 s windows, %d rounds of %d s; medians over rounds"
           % (a.rate, a.rounds, a.seconds))
-    print("%-10s" % "agent" + "".join("%17s" % c for c in cols))
-    for label, rows in res.items():
-        print("%-10s" % label + "".join("%17.1f" % statistics.median(r[c] for r in rows)
-                                        for c in cols))
+    churn_bench.print_medians(res)
 
 
 if __name__ == "__main__":

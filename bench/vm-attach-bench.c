@@ -20,17 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/reboot.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "config.h"
 #include "probe-syscall.h"
 #include "probe-vfs.h"
+#include "vm-test.h"
 
 #define ROUNDS 5
 #define MAXM   3
@@ -140,7 +136,6 @@ static void report(struct series *s, int nm)
 
 int main(void)
 {
-	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	struct series vfs_default = {.name = "vfs/default",
 				     .mech = {"fentry", "kprobe", "tracepoint"}},
 		      vfs_every = {.name = "vfs/every", .mech = {"fentry", "kprobe", "tracepoint"}},
@@ -148,18 +143,7 @@ int main(void)
 	struct utsname u;
 	int failed;
 
-	if (getpid() == 1) {
-		mkdir("/proc", 0755);
-		mkdir("/sys", 0755);
-		mkdir("/tmp", 01777);
-		mount("proc", "/proc", "proc", 0, NULL);
-		mount("sysfs", "/sys", "sysfs", 0, NULL);
-		mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
-		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
-		mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, NULL);
-	}
-	setrlimit(RLIMIT_MEMLOCK, &rl); /* kernels before 5.11 charge BPF maps here */
-	setvbuf(stdout, NULL, _IONBF, 0);
+	vm_init();
 	uname(&u);
 	printf("VMTEST attach bench: kernel %s, %d rounds, medians\n", u.release, ROUNDS);
 	for (int r = 0; r < ROUNDS; r++)
@@ -186,10 +170,6 @@ int main(void)
 	 * the file systems built into the kernel, reported either way) */
 	failed = vfs_default.failed[0] | vfs_default.failed[1] | vfs_every.failed[0] |
 		 vfs_every.failed[1] | sys.failed[0] | sys.failed[1] | sys.failed[2];
-	printf("VMTEST DONE %s\n", failed ? "FAIL" : "PASS");
-	if (getpid() == 1) {
-		sync();
-		reboot(RB_POWER_OFF);
-	}
+	vm_done(failed);
 	return failed;
 }

@@ -18,10 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/reboot.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -199,21 +195,9 @@ static int raw_tp_refused_before_6_10(void)
 
 int main(void)
 {
-	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
 	int failed = 0;
 
-	if (getpid() == 1) {
-		mkdir("/proc", 0755);
-		mkdir("/sys", 0755);
-		mkdir("/tmp", 01777);
-		mount("proc", "/proc", "proc", 0, NULL);
-		mount("sysfs", "/sys", "sysfs", 0, NULL);
-		mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
-		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
-		mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, NULL);
-	}
-	setrlimit(RLIMIT_MEMLOCK, &rl); /* kernels before 5.11 charge BPF maps here */
-	setvbuf(stdout, NULL, _IONBF, 0);
+	vm_init();
 	failed |= run("fentry");
 	failed |= run("kprobe");
 	failed |= raw_tp_refused_before_6_10();
@@ -226,10 +210,6 @@ int main(void)
 	failed |= syscall_vm_run("tp_btf", "hash");
 	failed |= syscall_vm_run_nofiles();
 	failed |= uprobe_vm_run();
-	printf("VMTEST DONE %s\n", failed ? "FAIL" : "PASS");
-	if (getpid() == 1) {
-		sync();
-		reboot(RB_POWER_OFF);
-	}
+	vm_done(failed);
 	return failed;
 }

@@ -2,6 +2,44 @@
 #ifndef DC_VM_TEST_H
 #define DC_VM_TEST_H
 
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* As the VM's /init: the file systems libbpf and the probes read, no
+ * memlock limit (kernels before 5.11 charge BPF maps there), and output
+ * unbuffered so that a hung guest still shows how far it got. */
+static inline void vm_init(void)
+{
+	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
+
+	if (getpid() == 1) {
+		mkdir("/proc", 0755);
+		mkdir("/sys", 0755);
+		mkdir("/tmp", 01777);
+		mount("proc", "/proc", "proc", 0, NULL);
+		mount("sysfs", "/sys", "sysfs", 0, NULL);
+		mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
+		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+		mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, NULL);
+	}
+	setrlimit(RLIMIT_MEMLOCK, &rl);
+	setvbuf(stdout, NULL, _IONBF, 0);
+}
+
+/* The last line the harness looks for, then power off (as /init). */
+static inline void vm_done(int failed)
+{
+	printf("VMTEST DONE %s\n", failed ? "FAIL" : "PASS");
+	if (getpid() == 1) {
+		sync();
+		reboot(RB_POWER_OFF);
+	}
+}
+
 /*
  * The probe families the VM test proves on a stock kernel, each a run()
  * that prints "VMTEST <name> PASS|FAIL ..." lines and returns nonzero on
