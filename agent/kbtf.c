@@ -1,39 +1,45 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "kbtf.h"
 
-/* struct btf_header (include/uapi/linux/btf.h), little or big endian as
- * the kernel that wrote it: only the host's own is read here */
-#define BTF_MAGIC 0xeB9F
-struct hdr {
-	uint16_t magic;
-	uint8_t version, flags;
-	uint32_t hdr_len, type_off, type_len, str_off, str_len;
-};
+/* Only the host's own byte order is read: the kernel's BTF is in it. */
+int btf_strings_at(const struct btf_header *h, uint64_t len, uint64_t *off, uint32_t *slen)
+{
+	uint64_t start = (uint64_t)h->hdr_len + h->str_off;
+
+	if (h->magic != BTF_MAGIC || h->hdr_len < sizeof(*h) || start + h->str_len > len)
+		return -EINVAL;
+	*off = start;
+	*slen = h->str_len;
+	return 0;
+}
+
+bool btf_strings_have(const char *strs, size_t slen, const char *name)
+{
+	size_t n = strlen(name);
+	char needle[256];
+
+	if (!n || n + 2 > sizeof(needle))
+		return false;
+	/* a whole name is NUL on both sides (the first string is "") */
+	needle[0] = '\0';
+	memcpy(needle + 1, name, n);
+	needle[n + 1] = '\0';
+	return memmem(strs, slen, needle, n + 2) != NULL;
+}
 
 int btf_has_string(const void *btf, size_t len, const char *name)
 {
-	const char *p = btf;
-	size_t n = strlen(name);
-	char needle[256];
-	struct hdr h;
-	uint64_t start;
+	struct btf_header h;
+	uint64_t off;
+	uint32_t slen;
 
 	if (len < sizeof(h))
 		return -EINVAL;
 	memcpy(&h, btf, sizeof(h));
-	start = (uint64_t)h.hdr_len + h.str_off;
-	if (h.magic != BTF_MAGIC || h.hdr_len < sizeof(h) || start + h.str_len > len)
+	if (btf_strings_at(&h, len, &off, &slen))
 		return -EINVAL;
-	if (!n || n + 2 > sizeof(needle))
-		return 0;
-	/* the section starts with "" and separates strings by NULs: a whole
-	 * name is NUL on both sides */
-	needle[0] = '\0';
-	memcpy(needle + 1, name, n);
-	needle[n + 1] = '\0';
-	return memmem(p + start, h.str_len, needle, n + 2) != NULL;
+	return btf_strings_have((const char *)btf + off, slen, name);
 }

@@ -2,7 +2,10 @@
 #ifndef DC_KBTF_H
 #define DC_KBTF_H
 
+#include <linux/btf.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Whether the kernel's BTF names something, from its string section alone:
@@ -13,8 +16,14 @@
  * would have, and falls back as before.
  */
 
-/* Pure: 1 if the BTF blob btf (len bytes) has the string name, 0 if not,
- * -EINVAL if it is not BTF (bad magic, a section out of bounds). */
+/* Pure: where a BTF blob of len bytes keeps its strings (*off, *slen), or
+ * -EINVAL if h is not a BTF header or the section lies past len. */
+int btf_strings_at(const struct btf_header *h, uint64_t len, uint64_t *off, uint32_t *slen);
+
+/* Pure: whether a BTF string section (NUL-separated, "" first) has name. */
+bool btf_strings_have(const char *strs, size_t slen, const char *name);
+
+/* Both over a whole blob in memory: 1, 0, or -EINVAL (not BTF). */
 int btf_has_string(const void *btf, size_t len, const char *name);
 
 /* The same for the running kernel's /sys/kernel/btf/vmlinux (its header

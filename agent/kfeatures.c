@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -104,33 +105,26 @@ static ssize_t pread_full(int fd, void *buf, size_t len, off_t off)
 int kernel_btf_has_string(const char *name)
 {
 	_cleanup_close_ int fd = open("/sys/kernel/btf/vmlinux", O_RDONLY | O_CLOEXEC);
-	_cleanup_free_ char *buf = NULL;
-	struct {
-		uint16_t magic;
-		uint8_t version, flags;
-		uint32_t hdr_len, type_off, type_len, str_off, str_len;
-	} h;
-	uint64_t start;
+	_cleanup_free_ char *strs = NULL;
+	struct btf_header h;
+	struct stat sb;
+	uint64_t off;
+	uint32_t slen;
 	ssize_t n;
 
-	if (fd < 0)
+	if (fd < 0 || fstat(fd, &sb))
 		return -errno;
 	n = pread_full(fd, &h, sizeof(h), 0);
 	if (n != (ssize_t)sizeof(h))
 		return n < 0 ? -errno : -EIO;
-	/* the header and the string section alone (2 of 5.5 MB on 6.18): a
-	 * blob btf_has_string() reads as a header with no types */
-	start = (uint64_t)h.hdr_len + h.str_off;
-	if (h.str_len > (64u << 20))
+	/* the string section alone: 2 of the 5.5 MB on 6.18 */
+	if (btf_strings_at(&h, (uint64_t)sb.st_size, &off, &slen))
 		return -EINVAL;
-	buf = malloc(sizeof(h) + h.str_len);
-	if (!buf)
+	strs = malloc(slen ? slen : 1);
+	if (!strs)
 		return -ENOMEM;
-	n = pread_full(fd, buf + sizeof(h), h.str_len, (off_t)start);
-	if (n != (ssize_t)h.str_len)
+	n = pread_full(fd, strs, slen, (off_t)off);
+	if (n != (ssize_t)slen)
 		return n < 0 ? -errno : -EIO;
-	h.hdr_len = sizeof(h);
-	h.type_off = h.type_len = h.str_off = 0;
-	memcpy(buf, &h, sizeof(h));
-	return btf_has_string(buf, sizeof(h) + h.str_len, name);
+	return btf_strings_have(strs, slen, name);
 }

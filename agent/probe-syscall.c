@@ -264,17 +264,13 @@ static int attempt_stash(struct attempt *a, int m, enum stash stash)
 			snprintf(
 			    why, sizeof(why),
 			    "direct loads not tried: the kernel has no bpf_rdonly_cast (6.2+)");
-			log_info("File layer: %s; reading with bpf_probe_read_kernel", why);
-			r = try_mechanism(a->p, a->cfg, (enum mech)m, stash, false);
-			if (!r)
-				probe_file_note(a->p->files, why);
-			return r;
+		} else {
+			r = try_mechanism(a->p, a->cfg, (enum mech)m, stash, true);
+			if (!r || !strcmp(reads, "direct"))
+				return r;
+			reset_attempt(a->p);
+			snprintf(why, sizeof(why), "direct loads refused: %s", strerror(-r));
 		}
-		r = try_mechanism(a->p, a->cfg, (enum mech)m, stash, true);
-		if (!r || !strcmp(reads, "direct"))
-			return r;
-		reset_attempt(a->p);
-		snprintf(why, sizeof(why), "direct loads refused: %s", strerror(-r));
 		log_info("File layer: %s; reading with bpf_probe_read_kernel", why);
 		r = try_mechanism(a->p, a->cfg, (enum mech)m, stash, false);
 		if (!r)

@@ -47,6 +47,7 @@ usage: layers_bench.py BUILD_DIR [--ops N] [--rounds R] [--parts layers,ext4] [-
                        [--ext4-stats-passes N] [--quiet-budget S] [--stats-ops N]
 """
 import argparse
+import contextlib
 import glob
 import json
 import os
@@ -286,6 +287,22 @@ def bpf_progs():
     return {p["id"]: p for p in json.loads(out)}
 
 
+@contextlib.contextmanager
+def bpf_stats_on():
+    """kernel.bpf_stats_enabled on for the block (two clock reads a program
+    run while it is), then back as it was, also on failure."""
+    path = "/proc/sys/kernel/bpf_stats_enabled"
+    with open(path) as fh:
+        old = fh.read().strip()
+    try:
+        with open(path, "w") as fh:
+            fh.write("1")
+        yield
+    finally:
+        with open(path, "w") as fh:
+            fh.write(old)
+
+
 TRACING_TYPES = {"tracing", "raw_tracepoint", "tracepoint", "kprobe", "perf_event"}
 
 
@@ -427,12 +444,7 @@ def part_layers(b, a, cfgs, shm):
 
     # Kernel BPF statistics: each tracer's own programs, deltas over the loop.
     stats = {}
-    path = "/proc/sys/kernel/bpf_stats_enabled"
-    with open(path) as fh:
-        old = fh.read().strip()
-    try:
-        with open(path, "w") as fh:
-            fh.write("1")
+    with bpf_stats_on():
         for name, kind, conf, _ in active:
             if kind == "none":
                 continue
@@ -449,9 +461,6 @@ def part_layers(b, a, cfgs, shm):
                       for i in mine if i in after)
             stats[name] = {"ns_per_call": rt / n, "runs_per_call": cnt / n,
                            "programs": len(mine), "calls": n}
-    finally:
-        with open(path, "w") as fh:
-            fh.write(old)
 
     # --- report
     base = res["none"]
@@ -684,12 +693,7 @@ def part_ext4(b, a, where):
         # programs' run time per MiB in each phase, medians
         bpf = {}
         by_prog = {}
-        path = "/proc/sys/kernel/bpf_stats_enabled"
-        with open(path) as fh:
-            old = fh.read().strip()
-        try:
-            with open(path, "w") as fh:
-                fh.write("1")
+        with bpf_stats_on():
             passes = []
             for _ in range(a.ext4_stats_passes):
                 quiet.wait()
@@ -705,9 +709,6 @@ def part_ext4(b, a, where):
                 by_prog[k] = {n: (statistics.median(x[1][k].get(n, (0, 0))[0] for x in passes),
                                   statistics.median(x[1][k].get(n, (0, 0))[1] for x in passes))
                               for n in names}
-        finally:
-            with open(path, "w") as fh:
-                fh.write(old)
 
         print("\n1 MiB sequential I/O on ext4 (loop device over an image in %s), %d MiB per "
               "phase, %d rounds, %.0f s; MiB/s medians [p25..p75]"

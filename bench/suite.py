@@ -259,13 +259,8 @@ def bpf_time(b, fs, sz, passes, quiet):
     passes: the statistics add two clock reads a run), net of what they ran
     in an idle interval as long right after (the node's other activity).
     {workload: [(net ns, traced run ns)]}, one pair per pass."""
-    path = "/proc/sys/kernel/bpf_stats_enabled"
-    with open(path) as fh:
-        old = fh.read().strip()
     out = {wl: [] for wl in STREAMS}
-    try:
-        with open(path, "w") as fh:
-            fh.write("1")
+    with lb.bpf_stats_on():
         for _ in range(passes):
             quiet.wait()
             p, rec = b.start("default", "agent", lb.TRACES_ON)
@@ -287,9 +282,6 @@ def bpf_time(b, fs, sz, passes, quiet):
             if rec and os.path.exists(rec):
                 os.unlink(rec)
             shutil.rmtree(os.path.join(b.tmp, "traces"), ignore_errors=True)
-    finally:
-        with open(path, "w") as fh:
-            fh.write(old)
     return out
 
 

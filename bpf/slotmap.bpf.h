@@ -9,10 +9,12 @@
  *
  * A key keeps its slot across windows, so the common call is one hash
  * lookup and one array lookup, as many as the per-window hash it replaces.
- * A new key takes a slot from the queue of slots the agent freed, else the
- * next never-used one; its key is written before it is published in the
- * index, so that whoever finds the slot finds its key. Two CPUs inserting
- * the same key: the loser gives its slot back and uses the winner's.
+ * A new key takes a slot from the ring of slots the agent freed (one
+ * compare-and-swap), else from the queue of slots programs gave back, else
+ * the next never-used one; its key is written before it is published in
+ * the index, so that whoever finds the slot finds its key. Two CPUs
+ * inserting the same key: the loser gives its slot back (to the queue) and
+ * uses the winner's.
  *
  * Per-CPU layout: each CPU writes its own region, so the plain adds of
  * common.bpf.h stay exact where the kernel does not preempt BPF programs.
