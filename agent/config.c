@@ -154,7 +154,7 @@ static const struct dc_cfg_item items[] = {
      "full)"},
     {"traces.batch_max_mib", CFG_INT, F(traces_batch_max_mib), "16", 1, 1024, NULL,
      "a window's batch (uncompressed) is sealed early past this size"},
-    {"traces.zstd_level", CFG_INT, F(traces_zstd_level), "3", 1, 19, NULL,
+    {"traces.zstd_level", CFG_INT, F(traces_zstd_level), "1", 1, 19, NULL,
      "zstd level of trace batches"},
     {"traces.sampling.one_in_n", CFG_INT, F(traces_one_in_n), "100", 1, 1000000000, NULL,
      "keep every Nth call of each thread (weight N); 1 keeps every call"},

@@ -208,10 +208,11 @@ static void settle(struct sink_kafka *k)
 			seg_done(k, g);
 			continue;
 		}
-		log_error("Kafka did not accept %" PRIu64 " records of spool segment %" PRIu64
-			  ": %s; producing it again in %" PRIu64 " s",
-			  g->failed, g->meta.seq, rd_kafka_err2str(g->last_err),
-			  (uint64_t)(k->backoff_usec / USEC_PER_SEC));
+		log_error(
+		    "Kafka did not accept %" PRIu64 " records of spool segment %" PRIu64
+		    " (%s): %s; producing it again in %" PRIu64 " s",
+		    g->failed, g->meta.seq, g->meta.kind == DC_SEG_TRACES ? "traces" : "records",
+		    rd_kafka_err2str(g->last_err), (uint64_t)(k->backoff_usec / USEC_PER_SEC));
 		g->failed = 0;
 		g->next_off = 0;
 		k->resume_usec = now_usec() + k->backoff_usec;
@@ -712,6 +713,29 @@ static int check_topics(struct sink_kafka *k, int timeout_ms, char *err, size_t 
 	return 0;
 }
 
+/* Trace batches are zstd frames already: the producer's zstd found nothing
+ * to take out of them (968,097 bytes to 968,130 on a real batch) and spent
+ * its thread's CPU trying. The records' JSON keeps the global codec. The
+ * rest is the producer's topic defaults, ours and the operator's
+ * (message.timeout.ms = 0 above all: a new topic conf would let queued
+ * traces expire after five minutes). A traces topic that is also another
+ * record type's keeps that type's settings (librdkafka configures a topic
+ * at its first handle), and a conf that cannot be made leaves the traces on
+ * the global codec: both cost CPU, not data. */
+static rd_kafka_topic_conf_t *traces_topic_conf(rd_kafka_t *rk)
+{
+	rd_kafka_topic_conf_t *tc = rd_kafka_default_topic_conf_dup(rk);
+	char e[256];
+
+	if (tc && rd_kafka_topic_conf_set(tc, "compression.codec", "none", e, sizeof(e)) !=
+		      RD_KAFKA_CONF_OK) {
+		log_warning("Kafka: trace batches compressed twice: %s", e);
+		rd_kafka_topic_conf_destroy(tc);
+		return NULL;
+	}
+	return tc;
+}
+
 int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc_sink **ret,
 		   char *err, size_t errlen)
 {
@@ -819,7 +843,8 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 	for (int i = 0; i < DC_REC_MAX; i++) {
 		if (!k->topic_name[i][0])
 			continue; /* traces without a topic */
-		k->topic[i] = rd_kafka_topic_new(k->rk, k->topic_name[i], NULL);
+		k->topic[i] = rd_kafka_topic_new(
+		    k->rk, k->topic_name[i], i == DC_REC_TRACE ? traces_topic_conf(k->rk) : NULL);
 		if (!k->topic[i]) {
 			snprintf(err, errlen, "Kafka topic '%s': %s", k->topic_name[i],
 				 rd_kafka_err2str(rd_kafka_last_error()));

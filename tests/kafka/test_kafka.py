@@ -7,6 +7,7 @@ usage: test_kafka.py SCENARIO AGENT WORKLOAD MOCK_BROKER
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -442,6 +443,34 @@ def scenario_traces(agent_bin, wl_bin, mock_bin):
     c.done()
 
 
+def scenario_traces_settings(agent_bin, wl_bin, mock_bin):
+    """The traces topic has a codec of its own (its batches are zstd frames)
+    and every other producer setting the records have: with the operator's
+    message.timeout.ms, a broker outage times out trace batches as it does
+    records (librdkafka's own topic defaults would hold them five minutes).
+    (Delivery after outages: scenario_outage.)"""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.5, traces=True,
+                              extra='properties = ["message.timeout.ms=1500"];') +
+              'traces = { sampling = { one_in_n = 10; rate = 0; }; };\n')
+    time.sleep(1)
+    b.cmd("down")
+    workload_pid(run_workload(wl_bin, iters=2000, threads=1, dir=tmp))
+    time.sleep(6)
+    c.eq(a.stop(), 0, "agent exits 0")
+    with open(a.stderr_path) as f:
+        log = f.read()
+    for kind in ("records", "traces"):
+        c.check(re.search(r"did not accept \d+ records of spool segment \d+ \(%s\): "
+                          r"Local: Message timed out" % kind, log),
+                "%s timed out after the operator's 1.5 s while the broker was down" % kind)
+    b.close()
+    c.done()
+
+
 def scenario_stacks(agent_bin, wl_bin, mock_bin):
     """stacks records go to their own topic, the same bytes as the local file's
     stacks lines, and not to the features topic."""
@@ -475,7 +504,8 @@ def main():
     require_root()
     {"deliver": scenario_deliver, "outage": scenario_outage, "kill9": scenario_kill9,
      "corrupt": scenario_corrupt, "config": scenario_config, "spool-full": scenario_spool_full,
-     "traces": scenario_traces, "secrets": scenario_secrets, "stacks": scenario_stacks}[scenario](agent_bin, wl_bin, mock_bin)
+     "traces": scenario_traces, "traces-settings": scenario_traces_settings,
+     "secrets": scenario_secrets, "stacks": scenario_stacks}[scenario](agent_bin, wl_bin, mock_bin)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "json.h"
@@ -10,6 +12,52 @@ static const char *esc(struct dc_buf *b, const char *s, size_t n)
 	json_escape(b, s, n);
 	buf_putc(b, 0);
 	return b->data;
+}
+
+static const char *dec(struct dc_buf *b, uint64_t v)
+{
+	buf_reset(b);
+	buf_put_u64(b, v);
+	buf_putc(b, 0);
+	return b->data;
+}
+
+/* buf_put_u64 against printf at every digit count's edges (its length comes
+ * from the bit length, its digits eight at a time) and at random values of
+ * every bit length; one line for all, naming the first difference. */
+static void check_decimal(struct dc_buf *b)
+{
+	char want[24], what[64] = "";
+	uint64_t x = 0x9e3779b97f4a7c15ULL, p = 1;
+	int n = 0;
+
+	for (int d = 0; d < 20 && !what[0]; d++, p *= 10)
+		for (int k = -1; k <= 1; k++) {
+			uint64_t v = p + (uint64_t)(int64_t)k;
+
+			snprintf(want, sizeof(want), "%" PRIu64, v);
+			n++;
+			if (strcmp(dec(b, v), want)) {
+				snprintf(what, sizeof(what), "%s gave %s", want, b->data);
+				break;
+			}
+		}
+	for (int i = 0; i < 64 * 64 && !what[0]; i++) {
+		uint64_t v;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		v = x >> (i % 64);
+		snprintf(want, sizeof(want), "%" PRIu64, v);
+		n++;
+		if (strcmp(dec(b, v), want))
+			snprintf(what, sizeof(what), "%s gave %s", want, b->data);
+	}
+	snprintf(want, sizeof(want), "%" PRIu64, UINT64_MAX);
+	n++;
+	if (!what[0] && strcmp(dec(b, UINT64_MAX), want))
+		snprintf(what, sizeof(what), "%s gave %s", want, b->data);
+	CHECK(!what[0], "decimals as printf writes them, %d values: %s", n,
+	      what[0] ? what : "all equal");
 }
 
 int main(void)
@@ -30,6 +78,13 @@ int main(void)
 	CHECK_STR(esc(&b, "\xc3", 1), "\"\\ufffd\"", "truncated sequence replaced");
 	CHECK_STR(esc(&b, "\xc0\xaf", 2), "\"\\ufffd\\ufffd\"", "overlong form replaced");
 	CHECK_STR(esc(&b, "\xed\xa0\x80", 3), "\"\\ufffd\\ufffd\\ufffd\"", "surrogate replaced");
+
+	check_decimal(&b);
+	buf_reset(&b);
+	buf_put(&b, "x=", 2);
+	buf_put_i64(&b, INT64_MIN);
+	buf_putc(&b, 0);
+	CHECK_STR(b.data, "x=-9223372036854775808", "the most negative, appended");
 
 	buf_reset(&b);
 	json_init(&j, &b);
