@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <assert.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <stdio.h>
@@ -18,6 +18,7 @@
 #include "cgroup.h"
 #include "filter.h"
 #include "fs-util.h"
+#include "jobpool.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -42,6 +43,7 @@
 
 struct manager {
 	struct dc_config cfg;
+	struct jobpool *pool; /* the window's drains, side by side */
 	sd_event *event;
 	sd_event_source *timer;
 	struct probe_syscall *sys;
@@ -137,6 +139,7 @@ struct manager *manager_free(struct manager *m)
 		return NULL;
 	sd_event_source_unref(m->timer);
 	sd_event_unref(m->event);
+	m->pool = jobpool_free(m->pool);
 	m->sys = probe_syscall_free(m->sys);
 	m->blk = probe_block_free(m->blk);
 	m->pc = probe_pagecache_free(m->pc);
@@ -471,16 +474,17 @@ static size_t layer_only_procs(struct manager *m, const struct dc_drain_result *
  * grace period (several ms): one after the other they took most of a 100 ms
  * window. The flips are independent, so they run in parallel threads and
  * the waits overlap; the main thread only waits for them all. Starting the
- * families is alike (families_start).
+ * families is alike (families_start). The threads are kept from window to
+ * window (jobpool.h): the most families run side by side, one thread each.
  */
+#define FAMILY_JOBS_MAX 8
+
 struct family_job {
 	const char *family;
 	int (*run)(struct manager *m, void *res);
 	void *res;
 	bool on;
 	int r;
-	bool threaded;
-	pthread_t thread;
 	struct manager *m;
 	uint64_t cpu_ns; /* the thread's CPU: this family's share of the agent's */
 };
@@ -563,31 +567,31 @@ static void emit_stacks(struct manager *m, const struct dc_record_ctx *ctx,
 	}
 }
 
-static void *job_thread(void *p)
+static void job_run(void *p)
 {
 	struct family_job *j = p;
 	uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 
 	j->r = j->run(j->m, j->res);
 	j->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
-	return NULL;
 }
 
+/* Side by side on the pool's threads; without threads the jobs run here:
+ * slower, never lost. */
 static void jobs_run(struct manager *m, struct family_job *jobs, size_t n)
 {
+	void *on[FAMILY_JOBS_MAX];
+	unsigned k = 0;
+
+	assert(n <= FAMILY_JOBS_MAX);
 	for (size_t i = 0; i < n; i++) {
 		jobs[i].m = m;
 		jobs[i].r = 0;
-		if (!jobs[i].on)
-			continue;
-		/* without a thread, the job runs here: slower, never lost */
-		jobs[i].threaded = !pthread_create(&jobs[i].thread, NULL, job_thread, &jobs[i]);
-		if (!jobs[i].threaded)
-			job_thread(&jobs[i]);
+		jobs[i].cpu_ns = 0;
+		if (jobs[i].on)
+			on[k++] = &jobs[i];
 	}
-	for (size_t i = 0; i < n; i++)
-		if (jobs[i].threaded)
-			pthread_join(jobs[i].thread, NULL);
+	jobpool_run(m->pool, job_run, on, k);
 }
 
 static void flip_all(struct manager *m, struct family_job *jobs, size_t n)
@@ -1922,6 +1926,12 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 			 &m->cost);
 	if (r < 0)
 		return log_error_errno(r, "Out of memory");
+	r = jobpool_new(FAMILY_JOBS_MAX, &m->pool);
+	if (r < 0)
+		return log_error_errno(r, "Out of memory");
+	if (jobpool_threads(m->pool) < FAMILY_JOBS_MAX)
+		log_warning("Only %u of %u threads for the window's drains: they run in turn",
+			    jobpool_threads(m->pool), FAMILY_JOBS_MAX);
 	r = families_start(m, cfg, FAM_ALL, config_error);
 	if (r < 0)
 		return r;
