@@ -43,7 +43,7 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int jobpool_new(unsigned n, struct jobpool **ret)
+int jobpool_new(unsigned n, const char *name, struct jobpool **ret)
 {
 	struct jobpool *p = calloc(1, sizeof(*p));
 	sigset_t all, old;
@@ -60,7 +60,8 @@ int jobpool_new(unsigned n, struct jobpool **ret)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	while (p->n_threads < n && !pthread_create(&p->threads[p->n_threads], NULL, worker, p))
-		p->n_threads++;
+		/* for top -H and perf: these are not the event loop */
+		pthread_setname_np(p->threads[p->n_threads++], name);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	*ret = p;
 	return 0;

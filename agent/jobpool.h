@@ -10,9 +10,10 @@
  */
 struct jobpool;
 
-/* A pool of up to n threads: fewer if the system gives fewer (0 is a
- * pool too: its jobs run in the caller). -ENOMEM only. */
-int jobpool_new(unsigned n, struct jobpool **ret);
+/* A pool of up to n threads named name (15 bytes at most): fewer if the
+ * system gives fewer (0 is a pool too: its jobs run in the caller).
+ * -ENOMEM only. */
+int jobpool_new(unsigned n, const char *name, struct jobpool **ret);
 
 /* The threads the pool got. */
 unsigned jobpool_threads(const struct jobpool *p);

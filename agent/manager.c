@@ -1926,7 +1926,7 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 			 &m->cost);
 	if (r < 0)
 		return log_error_errno(r, "Out of memory");
-	r = jobpool_new(FAMILY_JOBS_MAX, &m->pool);
+	r = jobpool_new(FAMILY_JOBS_MAX, "dc-drain", &m->pool);
 	if (r < 0)
 		return log_error_errno(r, "Out of memory");
 	if (jobpool_threads(m->pool) < FAMILY_JOBS_MAX)

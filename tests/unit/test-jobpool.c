@@ -53,6 +53,7 @@ static void count_job(void *arg)
 
 struct mask_seen {
 	int term_blocked;
+	char name[16];
 };
 
 static void mask_job(void *arg)
@@ -62,6 +63,7 @@ static void mask_job(void *arg)
 
 	pthread_sigmask(SIG_SETMASK, NULL, &cur);
 	s->term_blocked = sigismember(&cur, SIGTERM);
+	pthread_getname_np(pthread_self(), s->name, sizeof(s->name));
 }
 
 int main(void)
@@ -70,9 +72,10 @@ int main(void)
 	atomic_uint counts[8];
 	void *args[8];
 	unsigned bad = 0;
-	struct mask_seen seen = {-1};
+	struct mask_seen seen = {-1, ""};
 
-	CHECK(jobpool_new(8, &p) == 0 && jobpool_threads(p) == 8, "a pool of 8 threads");
+	CHECK(jobpool_new(8, "test-pool", &p) == 0 && jobpool_threads(p) == 8,
+	      "a pool of 8 threads");
 	CHECK(meet_batch(p, 8) == 8, "8 jobs ran side by side");
 	CHECK(meet_batch(p, 3) == 3, "then 3, on the same threads");
 
@@ -98,10 +101,11 @@ int main(void)
 	/* started from a thread that takes SIGTERM, the pool's threads do not:
 	 * the agent's signals belong to its event loop */
 	p = jobpool_free(p);
-	CHECK(jobpool_new(1, &p) == 0, "a pool of 1");
+	CHECK(jobpool_new(1, "test-pool", &p) == 0, "a pool of 1");
 	args[0] = &seen;
 	jobpool_run(p, mask_job, args, 1);
 	CHECK(seen.term_blocked == 1, "its thread blocks SIGTERM");
+	CHECK_STR(seen.name, "test-pool", "and has the pool's name");
 	p = jobpool_free(p);
 
 	/* no pool: the jobs run in the caller, one after the other */
@@ -109,7 +113,8 @@ int main(void)
 	args[0] = &counts[0];
 	jobpool_run(NULL, count_job, args, 1);
 	CHECK(atomic_load(&counts[0]) == 1, "a NULL pool runs the job in the caller");
-	CHECK(jobpool_new(0, &p) == 0 && jobpool_threads(p) == 0, "a pool of no threads");
+	CHECK(jobpool_new(0, "test-pool", &p) == 0 && jobpool_threads(p) == 0,
+	      "a pool of no threads");
 	CHECK(meet_batch(p, 1) == 1, "runs its job in the caller");
 	p = jobpool_free(p);
 	return tap_done();
