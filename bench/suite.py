@@ -529,7 +529,11 @@ def report(a, configs, not_run, runs, figures):
                 goal("throughput lost < 0.5%% (%s)" % wl, r["lost_pct"], text, None)
     if st:
         v = st["user_us"] / st["wall_us"] * 100 / (st["calls_per_s"] / 1e6)
-        goal("agent user CPU < 1% of a core at 1M calls/s", v, "%.3f%%" % v, v < 1)
+        both = (st["user_us"] + st["sys_us"]) / st["wall_us"] * 100 / (st["calls_per_s"] / 1e6)
+        # the kernel splits user and system time by ticks: only the sum is
+        # exact, and it bounds the user share from above
+        goal("agent user CPU < 1% of a core at 1M calls/s", v, "%.3f%%" % v, v < 1,
+             "user + system %.3f%%, the exact sum (the split is by ticks)" % both)
     rss = max(f.get("suite_cost", {}).get("default", {}).get("rss", []) +
               ([st["rss_kib"]] if st else []), default=None)
     if rss:
