@@ -59,9 +59,11 @@ int jobpool_new(unsigned n, const char *name, struct jobpool **ret)
 	 * signalfd, whatever the caller blocked at this point */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	while (p->n_threads < n && !pthread_create(&p->threads[p->n_threads], NULL, worker, p))
+	while (p->n_threads < n && !pthread_create(&p->threads[p->n_threads], NULL, worker, p)) {
 		/* for top -H and perf: these are not the event loop */
-		pthread_setname_np(p->threads[p->n_threads++], name);
+		pthread_setname_np(p->threads[p->n_threads], name);
+		p->n_threads++;
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	*ret = p;
 	return 0;

@@ -13,12 +13,13 @@ usage: agent_cpu_bench.py BUILD_DIR [NAME=AGENT_BINARY[|EXTRA_CONFIG] ...] [--ro
                           [--seconds S] [--kafka]
   default: the build's agent alone
   e.g. agent_cpu_bench.py build old=/tmp/datacrumbs-old new=build/agent/datacrumbs
+  EXTRA_CONFIG is appended to the agent's configuration; one with its own
+  traces group replaces the default one (@TMP@ is the run's directory), e.g.
+  'l3=build/agent/datacrumbs|traces = { output = { dir = "@TMP@/traces"; };
+   zstd_level = 3; };'
   --kafka: the agent also publishes to a mock broker on loopback
   (tests/kafka/mock-broker), whose producer threads are the agent's CPU too;
-  an EXTRA_CONFIG with its own traces group replaces the default one (@TMP@
-  is the run's directory), e.g. 'l3=build/agent/datacrumbs|traces = {
-  output = { dir = "@TMP@/traces"; }; zstd_level = 3; };'
-  an EXTRA_CONFIG with @BROKERS@ brings its own kafka group, e.g.
+  an EXTRA_CONFIG with @BROKERS@ then brings its own kafka group, e.g.
   'nostats=build/agent/datacrumbs|kafka = { brokers = "@BROKERS@";
    properties = ["statistics.interval.ms=0"]; };'
 """
@@ -114,14 +115,14 @@ def main():
         if broker:
             broker.stdin.close()
             broker.wait(10)
-    # the kernel splits a process's CPU into user and system by ticks (4 ms
-    # here, about 10 ms of agent CPU a window): their sum is exact, the
-    # split is not; user + system bounds the goal's figure from above
     for name, v in res.items():
         names = sorted({k for x in v for k in x["threads"]})
         print("%-8s threads alive all along, ms of CPU a second: %s" % (name, ", ".join(
             "%s %.2f" % (k, statistics.median(x["threads"].get(k, 0) for x in v))
             for k in names)))
+    # the kernel splits a process's CPU into user and system by ticks (4 ms
+    # here, about 10 ms of agent CPU a window): their sum is exact, the
+    # split is not; user + system bounds the goal's figure from above
     for name, v in res.items():
         print("%-8s median user %.3f%% of a core per 1M calls/s (goal < 1%%); user + system "
               "%.3f%%; %.2f ms of CPU a second"
