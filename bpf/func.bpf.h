@@ -51,7 +51,9 @@ static __always_inline void fn_entry(__u32 func)
 	struct dc_fn_stack *st;
 	__u32 d;
 
-	if (BPF_CORE_READ(task, tgid) == agent_tgid)
+	/* the task is a typed pointer in every program type (uprobe, kprobe,
+	 * fentry, raw_tp): plain loads, no probe-read call */
+	if (task->tgid == agent_tgid)
 		return;
 	if (dc_filtered(task)) {
 		count(DC_FN_CNT_FILTERED);
@@ -83,7 +85,7 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes)
 	__u32 d;
 	bool inserted;
 
-	k.tgid = BPF_CORE_READ(task, tgid);
+	k.tgid = task->tgid;
 	if (k.tgid == agent_tgid)
 		return;
 	st = bpf_task_storage_get(&fn_stack, task, 0, 0);
@@ -159,7 +161,7 @@ static __always_inline void fn_event(__u32 func)
 	struct dc_fn_val *v;
 	bool inserted;
 
-	k.tgid = BPF_CORE_READ(task, tgid);
+	k.tgid = task->tgid;
 	if (k.tgid == agent_tgid)
 		return;
 	if (dc_filtered(task)) {

@@ -47,7 +47,8 @@ static __always_inline void account(int what, __u64 pages)
 	__u32 zero = 0;
 	bool inserted;
 
-	k.tgid = BPF_CORE_READ(task, mm) ? BPF_CORE_READ(task, tgid) : 0;
+	/* the task is a typed pointer in every program type: plain loads */
+	k.tgid = task->mm ? task->tgid : 0;
 	if (k.tgid && k.tgid == agent_tgid)
 		return;
 	/* kernel threads' activity (eviction, writeback) is attributed to no
@@ -89,10 +90,12 @@ static __always_inline unsigned long folio_flags(struct folio *folio)
 	struct folio___memdesc *md = (void *)folio;
 
 	if (bpf_core_field_exists(md->flags.f))
-		return BPF_CORE_READ(md, flags.f);
-	return BPF_CORE_READ(folio, flags);
+		return md->flags.f;
+	return folio->flags;
 }
 
+/* the tracepoint's folio argument is a typed pointer (tp_btf only): plain
+ * loads, no probe-read call each */
 static __always_inline __u64 folio_pages(struct folio *folio)
 {
 	unsigned long flags = folio_flags(folio);
@@ -104,9 +107,9 @@ static __always_inline __u64 folio_pages(struct folio *folio)
 	if (!(flags & (1UL << (head & 63))))
 		return 1;
 	if (bpf_core_field_exists(folio->_nr_pages))
-		return BPF_CORE_READ(folio, _nr_pages);
+		return folio->_nr_pages;
 	if (bpf_core_field_exists(folio->_flags_1))
-		return 1UL << (BPF_CORE_READ(folio, _flags_1) & 0x3f);
+		return 1UL << (folio->_flags_1 & 0x3f);
 	return 1;
 }
 

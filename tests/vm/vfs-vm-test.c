@@ -9,8 +9,9 @@
  * into the system-call object's ring (every call kept as slow), must be
  * there one for one. Prints "VMTEST <mechanism> PASS|FAIL ..." lines, then
  * "VMTEST DONE", and powers the VM off. The same boot then proves the
- * system-call programs with the file layer (syscall-vm-test.c) and the
- * library layer's fallback to perf-event uprobes (uprobe-vm-test.c): one boot,
+ * system-call programs with the file layer (syscall-vm-test.c), the
+ * library layer's fallback to perf-event uprobes (uprobe-vm-test.c) and the
+ * page-cache family by both its mechanisms (pagecache-vm-test.c): one boot,
  * because a boot under TCG is most of the test's time.
  */
 #include <errno.h>
@@ -210,6 +211,8 @@ int main(void)
 	failed |= syscall_vm_run("tp_btf", "hash");
 	failed |= syscall_vm_run_nofiles();
 	failed |= uprobe_vm_run();
+	failed |= pagecache_vm_run("tp_btf");
+	failed |= pagecache_vm_run("tracepoint");
 	vm_done(failed);
 	return failed;
 }

@@ -60,4 +60,9 @@ int syscall_vm_run_nofiles(void);
  * kernel before 6.6, refused uprobe_multi, then perf-event uprobes. */
 int uprobe_vm_run(void);
 
+/* The page-cache family through probe_pagecache_new() with mechanism mech
+ * (tp_btf or tracepoint): the pages a child brings into the cache on ramfs
+ * and drops, counted exactly. */
+int pagecache_vm_run(const char *mech);
+
 #endif
