@@ -30,7 +30,10 @@ A configuration that cannot run here prints its reason in its rows.
 
 Tables: per workload, median ns per call, ns added (median of the per-round
 differences to none) with p25..p75, added / minagg's, and % throughput lost
-(median of the per-round losses against none). Then the default agent's
+(median of the per-round losses against none). For tmpfs-4k also each
+tracer's programs' run time per call (kernel BPF statistics), which the
+per-call goals are judged by when the rounds' added ns spread wider than
+the goal's margin (a quarter of minagg's). Then the default agent's
 programs' run time in each 1 MiB workload (kernel BPF statistics), as a
 share of the workload's untraced time: the estimate the throughput goals
 are judged by when the wall clock's spread is wider than twice the goal, as
@@ -285,6 +288,38 @@ def bpf_time(b, fs, sz, passes, quiet):
     return out
 
 
+def bpf_call_time(b, shm, calls, start, configs, passes, quiet):
+    """Each tracer's programs' run time per call of the 4 KiB loop, from the
+    kernel's BPF statistics, net of an idle interval as long right after:
+    {config: [ns per call]}, one per pass, the tracers alternating. These
+    hold steadier than the wall clock on this host (docs/benchmarks.md);
+    report() adds the dispatch back (estimate_added)."""
+    out = {c: [] for c in configs}
+    exe = os.path.join(b.build, "bench/workloads")
+    with lb.bpf_stats_on():
+        for n in range(passes):
+            for c in (configs if n % 2 == 0 else list(reversed(configs))):
+                quiet.wait()
+                p, rec = start(c)
+
+                def ns_of(progs):
+                    return sum(progs[i].get("run_time_ns", 0) for i in p.dc_ids if i in progs)
+                before = lb.bpf_progs()
+                r = subprocess.run(["taskset", "-c", "1", exe, "tmpfs4k", os.path.join(shm, "b"),
+                                    str(calls)], capture_output=True, text=True, check=True)
+                after = lb.bpf_progs()
+                done, ns = int(r.stdout.split()[0]), int(r.stdout.split()[2])
+                time.sleep(ns / 1e9)
+                idle = lb.bpf_progs()
+                b.stop(p)
+                if rec and os.path.exists(rec):
+                    os.unlink(rec)
+                used = ns_of(after) - ns_of(before)
+                out[c].append((used - (ns_of(idle) - ns_of(after))) / done)
+    shutil.rmtree(os.path.join(b.tmp, "traces"), ignore_errors=True)
+    return out
+
+
 def drain_times(b, keys, reps):
     """{(keys, layout): [(flip us, drain us)]} from bench/drainbench."""
     res = {}
@@ -398,6 +433,24 @@ def print_attach(at):
 
 # --- report --------------------------------------------------------------------
 
+def estimate_added(bc, t4, rounds):
+    """({config: estimated ns a call}, None) or ({}, why not): the wall
+    clock's dispatch cost (empty's added ns) plus the programs' BPF time
+    beyond the empty programs'. The dispatch must itself be measured: a
+    wrong one moves the ratios either way (towards 1 against the minimal
+    aggregation, down against bpftrace), so it is taken only from three
+    rounds or more whose spread is within the goal's margin."""
+    e, m = t4.get("empty", {}), t4.get("minagg", {}).get("added_ns")
+    if not bc or not bc.get("empty") or "added_ns" not in e or not m or m <= 0:
+        return {}, "no estimate: empty or minagg did not run"
+    lo, hi = e["added_iqr"]
+    if rounds < 3 or e["added_ns"] <= 0 or hi - lo > m / 4:
+        return {}, ("no estimate: empty's added ns, the dispatch, is not measured steadily "
+                    "(%d rounds, %.0f, p25..p75 %.0f..%.0f)" % (rounds, e["added_ns"], lo, hi))
+    base = med(bc["empty"])
+    return {c: e["added_ns"] + med(v) - base for c, v in bc.items()}, None
+
+
 def report(a, configs, not_run, runs, figures):
     rounds = len(runs["none"])
     tables = {}
@@ -454,6 +507,25 @@ def report(a, configs, not_run, runs, figures):
         print("BPF/phase: the programs' time over the phase's untraced time: what they add "
               "where their time falls on the workload's own path (the system-call and page-cache "
               "programs run in its context; block completions may overlap the device)")
+    bc = f.get("bpf_call")
+    est, why_not = estimate_added(bc, tables["tmpfs-4k"], rounds)
+    if bc:
+        print("\n[bpf time, tmpfs-4k] each tracer's programs' run time per call of the 4 KiB loop "
+              "(kernel BPF statistics, %d passes alternating, medians; net of an idle interval "
+              "as long)" % len(next(iter(bc.values()))))
+        print("%-14s %12s %14s %8s  %s" % ("config", "BPF ns/call", "est. added ns", "/minagg",
+                                           "per pass"))
+        for c, v in bc.items():
+            e = est.get(c)
+            print("%-14s %12.1f %14s %8s  %s" % (
+                c, med(v), "%.1f" % e if e is not None else "-",
+                "%.2fx" % (e / est["minagg"]) if e is not None and est.get("minagg")
+                and c not in ("minagg", "empty") else "-", " ".join("%.1f" % x for x in v)))
+        print("est. added: empty's added ns in the wall-clock table (the dispatch to programs on "
+              "sys_enter/sys_exit) + the programs' time beyond the empty programs' (whose BPF "
+              "time is the statistics' own clock reads). minagg and default attach by tp_btf as "
+              "empty does; bpftrace's tracepoints dispatch at a higher cost, not in its estimate"
+              + ("\n" + why_not if why_not else ""))
     print("\n[agent] the default agent's own agent records")
     st = f.get("steady")
     if st:
@@ -498,15 +570,29 @@ def report(a, configs, not_run, runs, figures):
         r = t4.get(c, {})
         return r.get("added_ns")
     d, mg, bt = added("default"), added("minagg"), added("bpftrace")
+    # the goal's margin is a quarter of the minimal aggregation's cost: rounds
+    # whose added ns spread wider than that cannot place the ratio either
+    # side of 1.25, and the programs' own time is judged instead (as the
+    # [bpf time] estimate is for the streams)
+    note, judged = added_iqr("default"), True
+    if d is not None and mg and mg > 0 and (rounds < 3 or t4["default"]["added_iqr"][1] -
+                                            t4["default"]["added_iqr"][0] > mg / 4):
+        wide = ("fewer than three rounds" if rounds < 3 else
+                "the rounds' spread is too wide (%s)" % note)
+        if est.get("default") and est.get("minagg", 0) > 0:
+            d, mg, bt = est["default"], est["minagg"], est.get("bpftrace")
+            note = "by the BPF time estimate: %s" % wide
+        else:
+            note, judged = "%s, %s" % (wide, why_not), False
     if d is not None and mg and mg > 0:
         goal("per call <= 1.25x the minimal aggregation (tmpfs-4k)", d / mg,
-             "%.2fx (%.0f / %.0f ns)" % (d / mg, d, mg), d / mg <= 1.25, added_iqr("default"))
+             "%.2fx (%.0f / %.0f ns)" % (d / mg, d, mg), d / mg <= 1.25 if judged else None, note)
     else:
         goal("per call <= 1.25x the minimal aggregation (tmpfs-4k)", None,
              "not measured: %s" % not_run.get("minagg", "minagg added nothing"), None)
     if d is not None and bt and bt > 0:
         goal("per call < 1/3 of bpftrace's (tmpfs-4k)", d / bt,
-             "%.2fx (%.0f / %.0f ns)" % (d / bt, d, bt), d / bt < 1 / 3, added_iqr("default"))
+             "%.2fx (%.0f / %.0f ns)" % (d / bt, d, bt), d / bt < 1 / 3 if judged else None, note)
     else:
         goal("per call < 1/3 of bpftrace's (tmpfs-4k)", None,
              "not measured: %s" % not_run.get("bpftrace", "bpftrace added nothing"), None)
@@ -559,7 +645,8 @@ def report(a, configs, not_run, runs, figures):
                                     "  (%s)" % g["note"] if g["note"] else ""))
     print("NOT RESOLVED: the per-round losses' p25..p75 (in brackets) is wider than twice the "
           "goal, so this run cannot tell a 0.5% loss from none; where the [bpf time] section "
-          "ran, its estimate is judged instead")
+          "ran, its estimate is judged instead (per call: the default's added ns spread wider "
+          "than a quarter of minagg's, and no [bpf time, tmpfs-4k] estimate)")
     return tables, goals
 
 
@@ -718,6 +805,9 @@ def main():
         figures["steady"] = steady_cpu(b, shm, 2.5 if a.quick else 4.5)
         if "default" in active:
             figures["bpf_time"] = bpf_time(b, fs, sz, 1 if a.quick else 3, quiet)
+            figures["bpf_call"] = bpf_call_time(
+                b, shm, sz["calls"], start, [c for c in ("empty", "minagg", "default", "bpftrace")
+                                             if c in active], 1 if a.quick else 3, quiet)
         figures["drain_keys"] = [1000, 10000, 100000]
         figures["drain_reps"] = 1 if a.quick else 5
         figures["drain"] = drain_times(b, figures["drain_keys"], figures["drain_reps"])

@@ -66,6 +66,12 @@ def main():
                 fails.append("%s: %s missing from the results" % (wl, c))
             elif "not_run" not in v and not (math.isfinite(v["ns_per_call"]) and v["ns_per_call"] > 0):
                 fails.append("%s: %s ns/call %r" % (wl, c, v["ns_per_call"]))
+    bc = r["figures"].get("bpf_call", {})
+    for c in ("empty", "minagg", "default"):
+        if not bc.get(c) or not all(number(x) and x > 0 for x in bc[c]):
+            fails.append("BPF time per call of %s in tmpfs-4k: %r" % (c, bc.get(c)))
+    if "\n[bpf time, tmpfs-4k] " not in out:
+        fails.append("no [bpf time, tmpfs-4k] table")
     goals = out.split("\n[goals] ")
     if len(goals) != 2:
         fails.append("no goals table")
