@@ -237,6 +237,17 @@ def agent_cost(out, t1=None, t2=None):
 
 # --- figures ------------------------------------------------------------------
 
+def vm_hwm(p):
+    """The kernel's high-water mark of a live process's RSS in KiB (VmHWM):
+    the agent's records sample its RSS at each window's close, this sees
+    the start's transient too. None if it cannot be read."""
+    try:
+        with open("/proc/%d/status" % p.pid) as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
 def steady_cpu(b, shm, seconds):
     """The default agent while the 4 KiB loop runs for `seconds`: its user and
     system CPU share over the windows wholly inside, and the loop's calls/s."""
@@ -536,7 +547,13 @@ def report(a, configs, not_run, runs, figures):
               % (cps, st["windows"], us, ss, us / (cps / 1e6), (us + ss) / (cps / 1e6)))
     for c, v in f.get("suite_cost", {}).items():
         print("%-14s over the workloads: user+sys %.3f%% of a core (median of rounds), "
-              "RSS max %d KiB" % (c, med(v["share"]) * 100, max(v["rss"])))
+              "RSS max %d KiB at a window's close, peak %s KiB (VmHWM)"
+              % (c, med(v["share"]) * 100, max(v["rss"]),
+                 "%d" % max(v["hwm"]) if v.get("hwm") else "?"))
+    if f.get("suite_cost"):
+        print("(the default's peak is its start's: libbpf parses the kernel's BTF for each "
+              "family's object, two or three side by side, about 11 MB each while it does; "
+              "bench/start_bench.py, docs/benchmarks.md)")
     print("\n[drain] the agent's flip and drain (agent/slotmap.c) on N keys of its system-call "
           "window map, %d repetitions, medians" % f["drain_reps"])
     print("%8s %8s %12s %10s %10s" % ("keys", "layout", "max_entries", "flip ms", "drain ms"))
@@ -622,9 +639,11 @@ def report(a, configs, not_run, runs, figures):
              "user + system %.3f%%, the exact sum (the split is by ticks)" % both)
     rss = max(f.get("suite_cost", {}).get("default", {}).get("rss", []) +
               ([st["rss_kib"]] if st else []), default=None)
+    hwm = f.get("suite_cost", {}).get("default", {}).get("hwm")
     if rss:
         goal("agent RSS < 32 MiB (default configuration)", rss, "%.1f MiB" % (rss / 1024),
-             rss < 32768)
+             rss < 32768, "at windows' close; the start's peak (VmHWM) %.1f MiB" %
+             (max(hwm) / 1024) if hwm else None)
     for layout in ("percpu", "shared"):
         v = f["drain"].get((max(f["drain_keys"]), layout))
         if isinstance(v, list):
@@ -779,20 +798,23 @@ def main():
                     fp = lb.foreign_progs(ids)
                     res = run_workloads(b, fs, shm, sz, SCALE.get(c, 1.0))
                     fp += lb.foreign_progs(ids)
+                    hwm = vm_hwm(p) if out else None
                     b.stop(p)
-                    return ((res, out), fp), ids
+                    return ((res, out, hwm), fp), ids
                 if quiet.waited < budget:
-                    (res, out), fp = quiet.sample(take)
+                    (res, out, hwm), fp = quiet.sample(take)
                 else:  # budget spent: record what was loaded, do not retake
-                    ((res, out), fp), _ = take()
+                    ((res, out, hwm), fp), _ = take()
                 runs[c].append(res)
                 if fp:
                     foreign.append((r + 1, c, fp))
                 if out:
                     cost = agent_cost(out)
-                    v = suite_cost.setdefault(c, {"share": [], "rss": []})
+                    v = suite_cost.setdefault(c, {"share": [], "rss": [], "hwm": []})
                     v["share"].append((cost["user_us"] + cost["sys_us"]) / cost["wall_us"])
                     v["rss"].append(cost["rss_kib"])
+                    if hwm:
+                        v["hwm"].append(hwm)
                     os.unlink(out)
                     shutil.rmtree(os.path.join(tmp, "traces"), ignore_errors=True)
             print("round %d (%.0f s, load %.2f): %s" % (

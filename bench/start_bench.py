@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The agent's start, binary against binary: exec to READY=1 and the
+memory the start takes at its highest.
+
+Each binary starts in turn with the default configuration (traces to the
+run's directory), alternating, ROUNDS times; the time from exec to READY=1
+on its notify socket, then VmHWM (the kernel's high-water mark of its RSS)
+and VmRSS 0.3 s later, and a stop. The agent's records sample its RSS at each
+window's close, which is after the start: VmHWM sees the start too.
+
+usage: start_bench.py AGENT_BINARY ... [--rounds R]
+  e.g. start_bench.py /tmp/datacrumbs-old build/agent/datacrumbs --rounds 7
+"""
+import argparse
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def start_once(binary, tmp):
+    """(ms from exec to READY=1, VmHWM KiB, VmRSS KiB)."""
+    sock_path = os.path.join(tmp, "notify")
+    if os.path.exists(sock_path):
+        os.unlink(sock_path)
+    conf = os.path.join(tmp, "start.conf")
+    with open(conf, "w") as f:
+        f.write('traces = { output = { dir = "%s/traces"; }; };\n' % tmp)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+        s.bind(sock_path)
+        s.settimeout(60)
+        t0 = time.monotonic()
+        p = subprocess.Popen([binary, "-c", conf, "-o", os.path.join(tmp, "out.jsonl")],
+                             env=dict(os.environ, NOTIFY_SOCKET=sock_path),
+                             stderr=subprocess.DEVNULL)
+        try:
+            while "READY=1" not in s.recv(4096).decode().split("\n"):
+                pass
+            ms = (time.monotonic() - t0) * 1000
+            time.sleep(0.3)
+            with open("/proc/%d/status" % p.pid) as f:
+                st = {l.split(":")[0]: l.split()[1] for l in f if l.startswith("Vm")}
+        finally:
+            p.send_signal(signal.SIGINT)
+            p.wait(30)
+    return ms, int(st["VmHWM"]), int(st["VmRSS"])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("binaries", nargs="+")
+    ap.add_argument("--rounds", type=int, default=7)
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("start_bench: run as root")
+    res = {b: [] for b in a.binaries}
+    with tempfile.TemporaryDirectory(prefix="dc-start-") as tmp:
+        for r in range(a.rounds):
+            for b in (a.binaries if r % 2 == 0 else a.binaries[::-1]):
+                res[b].append(start_once(b, tmp))
+    for b, v in res.items():
+        print(b)
+        for i, what in enumerate(("READY ms", "VmHWM KiB", "VmRSS KiB")):
+            x = [r[i] for r in v]
+            print("  %-10s median %.0f [%s]" % (what + ":", statistics.median(x),
+                                                " ".join("%.0f" % y for y in x)))
+
+
+if __name__ == "__main__":
+    main()
