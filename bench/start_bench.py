@@ -31,23 +31,37 @@ def start_once(binary, tmp):
     conf = os.path.join(tmp, "start.conf")
     with open(conf, "w") as f:
         f.write('traces = { output = { dir = "%s/traces"; }; };\n' % tmp)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+    err = os.path.join(tmp, "agent.err")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s, open(err, "w") as ef:
         s.bind(sock_path)
-        s.settimeout(60)
+        s.settimeout(0.05)
         t0 = time.monotonic()
         p = subprocess.Popen([binary, "-c", conf, "-o", os.path.join(tmp, "out.jsonl")],
-                             env=dict(os.environ, NOTIFY_SOCKET=sock_path),
-                             stderr=subprocess.DEVNULL)
+                             env=dict(os.environ, NOTIFY_SOCKET=sock_path), stderr=ef)
         try:
-            while "READY=1" not in s.recv(4096).decode().split("\n"):
-                pass
+            while True:
+                try:
+                    if "READY=1" in s.recv(4096).decode().split("\n"):
+                        break
+                except socket.timeout:
+                    pass
+                if p.poll() is not None or time.monotonic() - t0 > 60:
+                    with open(err) as f:
+                        lines = [l.strip() for l in f if l.strip()]
+                    sys.exit("start_bench: %s did not become ready: %s"
+                             % (binary, lines[-1] if lines else "exit status %s" % p.returncode))
             ms = (time.monotonic() - t0) * 1000
             time.sleep(0.3)
             with open("/proc/%d/status" % p.pid) as f:
                 st = {l.split(":")[0]: l.split()[1] for l in f if l.startswith("Vm")}
         finally:
-            p.send_signal(signal.SIGINT)
-            p.wait(30)
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+                try:
+                    p.wait(30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
     return ms, int(st["VmHWM"]), int(st["VmRSS"])
 
 

@@ -67,11 +67,10 @@ def main():
             elif "not_run" not in v and not (math.isfinite(v["ns_per_call"]) and v["ns_per_call"] > 0):
                 fails.append("%s: %s ns/call %r" % (wl, c, v["ns_per_call"]))
     sc = r["figures"].get("suite_cost", {}).get("default", {})
-    # the kernel's high-water mark can only be at or above what the agent's
-    # records sampled of the same RSS
-    if not sc.get("hwm") or max(sc["hwm"]) < max(sc.get("rss") or [0]):
-        fails.append("default's peak RSS (VmHWM) %r against its windows' %r"
-                     % (sc.get("hwm"), sc.get("rss")))
+    # read before the stop: the last window's record may come after it, so
+    # only its presence is checked, not that it tops every sampled RSS
+    if not sc.get("hwm") or not all(number(x) and x > 0 for x in sc["hwm"]):
+        fails.append("default's peak RSS (VmHWM) not read: %r" % sc.get("hwm"))
     bc = r["figures"].get("bpf_call", {})
     for c in ("empty", "minagg", "default"):
         if not bc.get(c) or not all(number(x) and x > 0 for x in bc[c]):

@@ -52,7 +52,7 @@ static __always_inline void fn_entry(__u32 func)
 	__u32 d;
 
 	/* the task is a typed pointer in every program type (uprobe, kprobe,
-	 * fentry, raw_tp): plain loads, no probe-read call */
+	 * fentry, raw_tp, tracepoint): plain loads, no probe-read call */
 	if (task->tgid == agent_tgid)
 		return;
 	if (dc_filtered(task)) {

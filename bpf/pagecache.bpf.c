@@ -75,14 +75,21 @@ static __always_inline void account(int what, __u64 pages)
 }
 
 /* Pages in a folio: 1 unless it is a large folio (PG_head), whose size is
- * _nr_pages (6.x) or 1 << the order kept in _flags_1 (earlier large-folio
- * kernels). Enum value and fields are relocated against the running kernel. */
+ * _nr_pages (recent kernels), else _folio_nr_pages (6.1, where _flags_1
+ * holds more page flags, not the order), else 1 << an order. Enum value and
+ * fields are relocated against the running kernel. */
 /* 6.17 wrapped the page flags in a struct (memdesc_flags_t); both layouts
  * are relocated, the one this kernel lacks is dead code the verifier skips */
 struct folio___memdesc {
 	struct {
 		unsigned long f;
 	} flags;
+} __attribute__((preserve_access_index));
+
+/* the first tail page's fields as 6.1 to 6.5 named them */
+struct folio___v61 {
+	unsigned char _folio_order;
+	unsigned int _folio_nr_pages;
 } __attribute__((preserve_access_index));
 
 static __always_inline unsigned long folio_flags(struct folio *folio)
@@ -98,6 +105,7 @@ static __always_inline unsigned long folio_flags(struct folio *folio)
  * loads, no probe-read call each */
 static __always_inline __u64 folio_pages(struct folio *folio)
 {
+	struct folio___v61 *v61 = (void *)folio;
 	unsigned long flags = folio_flags(folio);
 	int head;
 
@@ -108,6 +116,10 @@ static __always_inline __u64 folio_pages(struct folio *folio)
 		return 1;
 	if (bpf_core_field_exists(folio->_nr_pages))
 		return folio->_nr_pages;
+	if (bpf_core_field_exists(v61->_folio_nr_pages))
+		return v61->_folio_nr_pages;
+	if (bpf_core_field_exists(v61->_folio_order))
+		return 1UL << (v61->_folio_order & 0x3f);
 	if (bpf_core_field_exists(folio->_flags_1))
 		return 1UL << (folio->_flags_1 & 0x3f);
 	return 1;

@@ -53,7 +53,7 @@ int pagecache_vm_run(const char *mech)
 
 	snprintf(name, sizeof(name), "pagecache/%s", mech);
 	mkdir(DIR, 0700);
-	if (mount("ramfs", DIR, "ramfs", 0, NULL) && errno != EBUSY) {
+	if (mount("ramfs", DIR, "ramfs", 0, NULL)) {
 		printf("VMTEST %s FAIL mount ramfs on %s: %m\n", name, DIR);
 		return 1;
 	}
@@ -62,12 +62,14 @@ int pagecache_vm_run(const char *mech)
 	r = probe_pagecache_new(&cfg, &p);
 	if (r < 0) {
 		printf("VMTEST %s FAIL attach: %s\n", name, strerror(-r));
+		umount(DIR);
 		return 1;
 	}
 	r = probe_pagecache_flip_and_drain(p, &d);
 	if (r < 0) {
 		printf("VMTEST %s FAIL first drain: %s\n", name, strerror(-r));
 		probe_pagecache_free(p);
+		umount(DIR);
 		return 1;
 	}
 	/* a child: the agent's code leaves its own process out */
@@ -77,6 +79,7 @@ int pagecache_vm_run(const char *mech)
 	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
 		printf("VMTEST %s FAIL fork/wait: %m\n", name);
 		probe_pagecache_free(p);
+		umount(DIR);
 		return 1;
 	}
 	r = probe_pagecache_flip_and_drain(p, &d);
@@ -86,9 +89,11 @@ int pagecache_vm_run(const char *mech)
 			removed += d.entries[i].v.removed_pages;
 		}
 	ok = !r && status == 0 && added == N && removed == N;
-	printf("VMTEST %s %s added=%llu removed=%llu (want %d, %d), mechanism %s [%s]\n", name,
-	       ok ? "PASS" : "FAIL", (unsigned long long)added, (unsigned long long)removed, N, N,
-	       probe_pagecache_mechanism(p), probe_pagecache_detail(p));
+	printf("VMTEST %s %s added=%llu removed=%llu (want %d, %d), child status %d, drain %s, "
+	       "mechanism %s [%s]\n",
+	       name, ok ? "PASS" : "FAIL", (unsigned long long)added, (unsigned long long)removed,
+	       N, N, status, r < 0 ? strerror(-r) : "ok", probe_pagecache_mechanism(p),
+	       probe_pagecache_detail(p));
 	probe_pagecache_free(p);
 	umount(DIR);
 	return !ok;
