@@ -11,7 +11,8 @@
  * "VMTEST DONE", and powers the VM off. The same boot then proves the
  * system-call programs with the file layer (syscall-vm-test.c), the
  * library layer's fallback to perf-event uprobes (uprobe-vm-test.c) and the
- * page-cache family by both its mechanisms (pagecache-vm-test.c): one boot,
+ * page-cache family by both its mechanisms (pagecache-vm-test.c) and the
+ * block family on null_blk (block-vm-test.c): one boot,
  * because a boot under TCG is most of the test's time.
  */
 #include <errno.h>
@@ -213,6 +214,8 @@ int main(void)
 	failed |= uprobe_vm_run();
 	failed |= pagecache_vm_run("tp_btf");
 	failed |= pagecache_vm_run("tracepoint");
+	failed |= block_vm_run("tp_btf");
+	failed |= block_vm_run("raw_tp");
 	vm_done(failed);
 	return failed;
 }

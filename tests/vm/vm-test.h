@@ -65,4 +65,10 @@ int uprobe_vm_run(void);
  * and drops, counted exactly. */
 int pagecache_vm_run(const char *mech);
 
+/* The block family through probe_block_new() with mechanism mech (tp_btf
+ * or raw_tp) on null_blk (its module and configfs from the kernel package,
+ * in /modules): a child's direct reads counted exactly, as requests of its
+ * own on that device. */
+int block_vm_run(const char *mech);
+
 #endif

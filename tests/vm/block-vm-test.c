@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The block family on a stock distribution kernel, through the agent's own
+ * probe_block_new(): its programs read struct request, bio and gendisk,
+ * whose layouts differ from one kernel to the next, and only that kernel's
+ * verifier and relocations can tell. The device is null_blk (blk-mq,
+ * completions in softirq, no storage behind it), loaded with configfs from
+ * the kernel package's own modules (run-vm-test.sh puts them in /modules).
+ * By each mechanism (tp_btf, raw_tp), a child reads N blocks with O_DIRECT:
+ * one window must hold N read requests of BS bytes each for the child, on
+ * null_blk's device.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "probe-block.h"
+#include "vm-test.h"
+
+#define N  64
+#define BS 4096
+
+static int load_module(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -errno;
+	r = (int)syscall(SYS_finit_module, fd, "", 0);
+	r = r < 0 && errno != EEXIST ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+/* the child's whole life: N direct reads of distinct blocks */
+static int read_blocks(void)
+{
+	void *buf;
+	int fd = open("/dev/nullb0", O_RDONLY | O_DIRECT);
+
+	if (fd < 0 || posix_memalign(&buf, BS, BS))
+		return 1;
+	for (int i = 0; i < N; i++)
+		if (pread(fd, buf, BS, (off_t)i * BS) != BS)
+			return 1;
+	return close(fd) != 0;
+}
+
+int block_vm_run(const char *mech)
+{
+	static struct dc_config cfg;
+	char name[64];
+	struct probe_block *p = NULL;
+	struct dc_blk_drain d = {};
+	uint64_t reqs = 0, bytes = 0, other = 0;
+	struct stat st;
+	int r, status = -1, ok;
+	pid_t pid;
+
+	snprintf(name, sizeof(name), "block/%s", mech);
+	r = load_module("/modules/configfs.ko");
+	if (!r)
+		r = load_module("/modules/null_blk.ko");
+	if (r < 0) {
+		printf("VMTEST %s FAIL loading configfs and null_blk: %s\n", name, strerror(-r));
+		return 1;
+	}
+	/* the device node: no udev here */
+	if (stat("/dev/nullb0", &st))
+		mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+	if (stat("/dev/nullb0", &st) || !S_ISBLK(st.st_mode)) {
+		printf("VMTEST %s FAIL no /dev/nullb0 after loading null_blk: %m\n", name);
+		return 1;
+	}
+	config_defaults(&cfg);
+	snprintf(cfg.block_mechanism, sizeof(cfg.block_mechanism), "%s", mech);
+	r = probe_block_new(&cfg, NULL, &p);
+	if (r < 0) {
+		printf("VMTEST %s FAIL attach: %s\n", name, strerror(-r));
+		return 1;
+	}
+	r = probe_block_flip_and_drain(p, &d);
+	if (r < 0) {
+		printf("VMTEST %s FAIL first drain: %s\n", name, strerror(-r));
+		probe_block_free(p);
+		return 1;
+	}
+	pid = fork();
+	if (pid == 0)
+		_exit(read_blocks());
+	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+		printf("VMTEST %s FAIL fork/wait: %m\n", name);
+		probe_block_free(p);
+		return 1;
+	}
+	r = probe_block_flip_and_drain(p, &d);
+	for (size_t i = 0; !r && i < d.n; i++) {
+		if (d.entries[i].tgid != (uint32_t)pid)
+			continue;
+		/* the agent's encoding of dev_t: major << 20 | minor */
+		if (d.entries[i].op == DC_BLK_READ &&
+		    d.entries[i].dev == (major(st.st_rdev) << 20 | minor(st.st_rdev))) {
+			reqs += d.entries[i].v.count;
+			bytes += d.entries[i].v.bytes;
+		} else
+			other += d.entries[i].v.count;
+	}
+	ok = !r && status == 0 && reqs == N && bytes == (uint64_t)N * BS && !other;
+	printf(
+	    "VMTEST %s %s reads=%llu bytes=%llu (want %d, %d), other requests %llu, child status "
+	    "%d, drain %s, mechanism %s [%s]\n",
+	    name, ok ? "PASS" : "FAIL", (unsigned long long)reqs, (unsigned long long)bytes, N,
+	    N * BS, (unsigned long long)other, status, r < 0 ? strerror(-r) : "ok",
+	    probe_block_mechanism(p), probe_block_detail(p));
+	probe_block_free(p);
+	return !ok;
+}
