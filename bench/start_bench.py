@@ -14,13 +14,15 @@ usage: start_bench.py AGENT_BINARY ... [--rounds R]
 """
 import argparse
 import os
-import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import syscall_bench as sb  # noqa: E402  (the agent's stop)
 
 
 def start_once(binary, tmp):
@@ -56,12 +58,7 @@ def start_once(binary, tmp):
                 st = {l.split(":")[0]: l.split()[1] for l in f if l.startswith("Vm")}
         finally:
             if p.poll() is None:
-                p.send_signal(signal.SIGINT)
-                try:
-                    p.wait(30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+                sb.stop(p)
     return ms, int(st["VmHWM"]), int(st["VmRSS"])
 
 

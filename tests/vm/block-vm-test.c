@@ -19,7 +19,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -94,10 +93,8 @@ int block_vm_run(const char *mech)
 		probe_block_free(p);
 		return 1;
 	}
-	pid = fork();
-	if (pid == 0)
-		_exit(read_blocks());
-	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+	pid = vm_child(read_blocks, &status);
+	if (pid < 0) {
 		printf("VMTEST %s FAIL fork/wait: %m\n", name);
 		probe_block_free(p);
 		return 1;

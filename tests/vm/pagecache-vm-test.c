@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -72,11 +71,8 @@ int pagecache_vm_run(const char *mech)
 		umount(DIR);
 		return 1;
 	}
-	/* a child: the agent's code leaves its own process out */
-	pid = fork();
-	if (pid == 0)
-		_exit(write_and_unlink());
-	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+	pid = vm_child(write_and_unlink, &status);
+	if (pid < 0) {
 		printf("VMTEST %s FAIL fork/wait: %m\n", name);
 		probe_pagecache_free(p);
 		umount(DIR);

@@ -7,6 +7,7 @@
 #include <sys/reboot.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* As the VM's /init: the file systems libbpf and the probes read, no
@@ -28,6 +29,20 @@ static inline void vm_init(void)
 	}
 	setrlimit(RLIMIT_MEMLOCK, &rl);
 	setvbuf(stdout, NULL, _IONBF, 0);
+}
+
+/* fn run in a child process and waited for: the child's pid (*status its
+ * wait status), or -1. The agent's code leaves its own process out
+ * (filter.exclude_self), so the calls a test counts are a child's. */
+static inline pid_t vm_child(int (*fn)(void), int *status)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(fn());
+	if (pid < 0 || waitpid(pid, status, 0) != pid)
+		return -1;
+	return pid;
 }
 
 /* The last line the harness looks for, then power off (as /init). */
