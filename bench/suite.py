@@ -267,6 +267,20 @@ def steady_cpu(b, shm, seconds):
     return c
 
 
+def net_bpf_ns(ids, run):
+    """(run()'s (calls, bytes, ns), the run time of programs ids during it
+    net of what they ran in an idle interval as long right after: the
+    node's other activity). Call with the kernel's BPF statistics on."""
+    def ns_of(progs):
+        return sum(progs[i].get("run_time_ns", 0) for i in ids if i in progs)
+    before = lb.bpf_progs()
+    r = run()
+    after = lb.bpf_progs()
+    time.sleep(r[2] / 1e9)
+    idle = lb.bpf_progs()
+    return r, ns_of(after) - ns_of(before) - (ns_of(idle) - ns_of(after))
+
+
 def bpf_time(b, fs, sz, passes, quiet):
     """The default agent's programs' run time in each 1 MiB workload, from
     the kernel's BPF statistics (kernel.bpf_stats_enabled, on only for these
@@ -279,17 +293,9 @@ def bpf_time(b, fs, sz, passes, quiet):
             quiet.wait()
             p, rec = b.start("default", "agent", lb.TRACES_ON)
 
-            def ns_of(progs):
-                return sum(progs[i].get("run_time_ns", 0) for i in p.dc_ids if i in progs)
-
             def each(name, run):
-                before = lb.bpf_progs()
-                r = run()
-                after = lb.bpf_progs()
-                time.sleep(r[2] / 1e9)
-                idle = lb.bpf_progs()
-                used = ns_of(after) - ns_of(before)
-                out[name].append((used - (ns_of(idle) - ns_of(after)), r[2]))
+                r, net = net_bpf_ns(p.dc_ids, run)
+                out[name].append((net, r[2]))
                 return r
             run_streams(b, fs, sz, each)
             b.stop(p)
@@ -306,27 +312,17 @@ def bpf_call_time(b, shm, calls, start, configs, passes, quiet):
     hold steadier than the wall clock on this host (docs/benchmarks.md);
     report() adds the dispatch back (estimate_added)."""
     out = {c: [] for c in configs}
-    exe = os.path.join(b.build, "bench/workloads")
     with lb.bpf_stats_on():
         for n in range(passes):
             for c in (configs if n % 2 == 0 else list(reversed(configs))):
                 quiet.wait()
                 p, rec = start(c)
-
-                def ns_of(progs):
-                    return sum(progs[i].get("run_time_ns", 0) for i in p.dc_ids if i in progs)
-                before = lb.bpf_progs()
-                r = subprocess.run(["taskset", "-c", "1", exe, "tmpfs4k", os.path.join(shm, "b"),
-                                    str(calls)], capture_output=True, text=True, check=True)
-                after = lb.bpf_progs()
-                done, ns = int(r.stdout.split()[0]), int(r.stdout.split()[2])
-                time.sleep(ns / 1e9)
-                idle = lb.bpf_progs()
+                r, net = net_bpf_ns(p.dc_ids, lambda: workload(
+                    b, "tmpfs4k", os.path.join(shm, "b"), calls, pin=True))
                 b.stop(p)
                 if rec and os.path.exists(rec):
                     os.unlink(rec)
-                used = ns_of(after) - ns_of(before)
-                out[c].append((used - (ns_of(idle) - ns_of(after))) / done)
+                out[c].append(net / r[0])
     shutil.rmtree(os.path.join(b.tmp, "traces"), ignore_errors=True)
     return out
 

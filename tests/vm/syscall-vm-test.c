@@ -70,29 +70,29 @@ static void print_warnings(const char *name)
  * expectation in check_ops() and check_file(): change them together.
  * Nothing but these calls: a printf would be a counted write.
  */
-static void __attribute__((noreturn)) workload(void)
+static int workload(void)
 {
 	int fd, d;
 
 	fd = open(PATH, O_CREAT | O_RDWR | O_TRUNC, 0600);
 	if (fd < 0)
-		_exit(10);
+		return 10;
 	for (int i = 0; i < N; i++)
 		if (pwrite(fd, buf, SZ, (off_t)i * SZ) != SZ)
-			_exit(11);
+			return 11;
 	for (int i = 0; i < N; i++)
 		if (pread(fd, buf, SZ, (off_t)i * SZ) != SZ)
-			_exit(12);
+			return 12;
 	/* a write at the file position (f_pos, read by the probe), through a
 	 * second descriptor of the same file: consecutive to the pwrites */
 	d = dup(fd);
 	if (d < 0 || lseek(d, (off_t)N * SZ, SEEK_SET) != (off_t)N * SZ)
-		_exit(13);
+		return 13;
 	if (write(d, buf + 1, SZ) != SZ)
-		_exit(14);
+		return 14;
 	close(fd);
 	close(d);
-	_exit(0);
+	return 0;
 }
 
 struct checks {
@@ -308,10 +308,8 @@ int syscall_vm_run(const char *mech, const char *stash)
 		probe_syscall_free(p);
 		return 1;
 	}
-	pid = fork();
-	if (pid == 0)
-		workload();
-	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+	pid = vm_child(workload, &status);
+	if (pid < 0) {
 		printf("VMTEST %s FAIL fork/wait: %m\n", name);
 		probe_syscall_free(p);
 		return 1;

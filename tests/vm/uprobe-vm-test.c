@@ -42,6 +42,14 @@ __attribute__((noinline, used)) int dc_vm_probed(int x)
 
 static int (*volatile probed)(int) = dc_vm_probed;
 
+/* the child's whole life: N calls */
+static int call_probed(void)
+{
+	for (int i = 0; i < N; i++)
+		probed(BYTES);
+	return 0;
+}
+
 /* multi-uprobe links came in 6.6: what auto must take on this kernel */
 static const char *expected_mechanism(void)
 {
@@ -94,15 +102,8 @@ int uprobe_vm_run(void)
 		probe_uprobe_free(p);
 		return 1;
 	}
-	/* a child: the agent's code leaves its own process out, as it does by
-	 * default (filter.exclude_self) */
-	pid = fork();
-	if (pid == 0) {
-		for (int i = 0; i < N; i++)
-			probed(BYTES);
-		_exit(0);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+	pid = vm_child(call_probed, &status);
+	if (pid < 0) {
 		printf("VMTEST %s FAIL fork/wait: %m\n", name);
 		probe_uprobe_free(p);
 		return 1;
