@@ -21,6 +21,10 @@
 #include "progstats.h"
 #include "winmap.h"
 
+/* the tables' sets are cache lines (include/datacrumbs/block.h) */
+_Static_assert(sizeof(struct dc_blk_bio_set) == 64, "a bio set is one cache line");
+_Static_assert(sizeof(struct dc_blk_rq_set) == 128, "a request set is two cache lines");
+
 enum mech { MECH_TP_BTF, MECH_RAW_TP, MECH_MAX };
 static const char *const mech_names[MECH_MAX] = {"tp_btf", "raw_tp"};
 
@@ -71,7 +75,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_block *, probe_block_free);
 static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enum mech m,
 			 bool plain_updates)
 {
-	struct bpf_program *progs[MECH_MAX][5];
+	struct bpf_program *progs[MECH_MAX][4];
 	struct block_bpf *skel;
 	int r;
 
@@ -94,17 +98,15 @@ static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enu
 	if (r < 0)
 		return r;
 	progs[MECH_TP_BTF][0] = skel->progs.dc_bio_queue_btf;
-	progs[MECH_TP_BTF][1] = skel->progs.dc_rq_insert_btf;
-	progs[MECH_TP_BTF][2] = skel->progs.dc_rq_issue_btf;
-	progs[MECH_TP_BTF][3] = skel->progs.dc_rq_complete_btf;
-	progs[MECH_TP_BTF][4] = skel->progs.dc_rq_requeue_btf;
+	progs[MECH_TP_BTF][1] = skel->progs.dc_rq_issue_btf;
+	progs[MECH_TP_BTF][2] = skel->progs.dc_rq_complete_btf;
+	progs[MECH_TP_BTF][3] = skel->progs.dc_rq_requeue_btf;
 	progs[MECH_RAW_TP][0] = skel->progs.dc_bio_queue_raw;
-	progs[MECH_RAW_TP][1] = skel->progs.dc_rq_insert_raw;
-	progs[MECH_RAW_TP][2] = skel->progs.dc_rq_issue_raw;
-	progs[MECH_RAW_TP][3] = skel->progs.dc_rq_complete_raw;
-	progs[MECH_RAW_TP][4] = skel->progs.dc_rq_requeue_raw;
+	progs[MECH_RAW_TP][1] = skel->progs.dc_rq_issue_raw;
+	progs[MECH_RAW_TP][2] = skel->progs.dc_rq_complete_raw;
+	progs[MECH_RAW_TP][3] = skel->progs.dc_rq_requeue_raw;
 	for (int i = 0; i < MECH_MAX; i++)
-		for (int j = 0; j < 5; j++)
+		for (int j = 0; j < 4; j++)
 			bpf_program__set_autoload(progs[i][j], i == (int)m);
 	r = winmap_prepare(&p->agg, skel->maps.agg_gen, "dc_blk", sizeof(struct dc_blk_key),
 			   sizeof(struct dc_blk_val), (unsigned)cfg->block_max_keys, p->percpu,
@@ -233,10 +235,11 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 
 /* Requests issued longer ago than max_age_ns (all of them with 0) whose
  * completion never came: free their entries and return how many. The
- * kernel does not always report a completion (see start_request() in
+ * kernel does not always report a completion (see on_issue() in
  * block.bpf.c); a device that really takes this long has bigger problems
- * than our count. An entry only claimed has no times yet (rq_release()
- * clears them), so it is never taken for a stale one. */
+ * than our count. An entry only claimed has no issue time yet
+ * (rq_release() clears it, and on_issue() the one a way freed here kept),
+ * so it is never taken for a stale one. */
 static uint64_t sweep_inflight(struct probe_block *p, uint64_t max_age_ns)
 {
 	int fd = bpf_map__fd(p->skel->maps.inflight);

@@ -1,8 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Block layer: every request of every device, timed from insert to issue
+ * Block layer: every request of every device, timed from its start to issue
  * (queue) and from issue to completion (device), aggregated per window by
  * (device, operation, originating process, cgroup).
+ *
+ * Queue time: the kernel stamps a request's start when it allocates it
+ * (rq->start_time_ns, where iostat's await begins; the plug and the
+ * scheduler's queue follow), for every device with I/O statistics or a
+ * scheduler. Reading the stamp (at completion) spares a program at
+ * block_rq_insert, one of the four a request ran on a device with a
+ * scheduler. Where no stamp was taken, the queue time is 0.
  *
  * Origin: a request is issued from whichever context runs the queue (the
  * submitter, a kworker, another CPU's completion), so the issuing task says
@@ -50,8 +57,9 @@ DC_COUNTERS(blk_counters, DC_BLK_CNT_MAX);
  * here runs once per request or bio, after the request's data went through
  * the caches, so every line it touches is a miss; a hash map update or
  * delete costs several (bucket, element, lock, free list) and an LRU
- * update more. A direct-mapped set is one line, claimed by compare and
- * exchange on its tag.
+ * update more. A direct-mapped set is one line per way at most (a bio's
+ * set is one line, a request's two), claimed by compare and exchange on
+ * its tag.
  */
 const volatile __u32 bio_set_mask = 0; /* sets - 1, set before load */
 const volatile __u32 rq_set_mask = 0;
@@ -328,7 +336,6 @@ static __always_inline void rq_release(__u64 rq)
 		for (int w = 0; w < 2; w++)
 			if (s->way[w].rq == rq) {
 				s->way[w].f.issue_ns = 0;
-				s->way[w].f.insert_ns = 0;
 				__sync_val_compare_and_swap(&s->way[w].rq, rq, 0);
 				return;
 			}
@@ -357,53 +364,38 @@ static __always_inline struct dc_blk_inflight *rq_claim(struct dc_blk_rq_set *s,
 }
 
 /*
- * The entry of a request starting its life (insert, or issue without
- * insert). An entry that was already issued belongs to an earlier request
- * on the same struct whose completion the kernel never reported (seen on
- * loop devices: block_rq_complete missing for about 1 in 20,000 requests,
- * bpftrace agrees): count it and start afresh, so its origin and times do
- * not leak into this request.
+ * A request's issue. Its entry exists only if it was requeued (issue_ns
+ * cleared: the same request, issued again, its origin kept); one still
+ * marked issued belongs to an earlier request on the same struct whose
+ * completion the kernel never reported (seen on loop devices:
+ * block_rq_complete missing for about 1 in 20,000 requests, bpftrace
+ * agrees): count it and start afresh, so its origin and times do not leak
+ * into this request.
  */
-static __always_inline struct dc_blk_inflight *start_request(struct request *rq, __u64 key)
+static __always_inline void on_issue(struct request *rq, __u64 key, const bool direct)
 {
 	struct dc_blk_rq_set *s = rq_set(key);
 	struct dc_blk_inflight *f;
 
 	if (!s)
-		return NULL;
+		return;
 	f = rq_find(s, key);
-	if (f) {
-		if (!f->issue_ns)
-			return f; /* inserted, now issued: the same request */
+	if (f && f->issue_ns)
 		count(DC_BLK_CNT_UNSEEN);
-	} else {
-		f = rq_claim(s, key);
+	if (!f || f->issue_ns) {
 		if (!f)
-			return NULL;
+			f = rq_claim(s, key);
+		if (!f)
+			return;
+		/* no issue time while the origin is written: a way the agent's
+		 * sweep freed keeps its old one, and the sweep takes an entry
+		 * with an old issue time for a lost request */
+		f->issue_ns = 0;
+		set_origin(f, rq);
 	}
-	f->insert_ns = 0;
-	f->issue_ns = 0;
-	set_origin(f, rq);
-	return f;
-}
-
-static __always_inline void on_insert(struct request *rq, __u64 key)
-{
-	struct dc_blk_inflight *f = start_request(rq, key);
-
-	if (f)
-		f->insert_ns = bpf_ktime_get_ns();
-}
-
-static __always_inline void on_issue(struct request *rq, __u64 key, const bool direct)
-{
-	struct dc_blk_inflight *f = start_request(rq, key);
-
-	if (f) {
-		f->issue_ns = bpf_ktime_get_ns();
-		f->sector = RD(direct, rq, __sector);
-		f->bytes = RD(direct, rq, __data_len);
-	}
+	f->sector = RD(direct, rq, __sector);
+	f->bytes = RD(direct, rq, __data_len);
+	f->issue_ns = bpf_ktime_get_ns();
 }
 
 /* A requeued request is issued again later: not a lost completion. */
@@ -418,7 +410,7 @@ static __always_inline void on_requeue(__u64 key)
 static __always_inline void on_complete(struct request *rq, __u64 key, unsigned int nr_bytes,
 					const bool direct)
 {
-	__u64 now = bpf_ktime_get_ns(), qlat = 0, dlat;
+	__u64 now = bpf_ktime_get_ns(), qlat = 0, dlat, start;
 	struct dc_blk_inflight *f = rq_lookup(key);
 	struct dc_blk_key k = {};
 	struct dc_blk_val *v;
@@ -428,6 +420,11 @@ static __always_inline void on_complete(struct request *rq, __u64 key, unsigned 
 
 	if (!f || !f->issue_ns) {
 		count(DC_BLK_CNT_NO_ISSUE);
+		/* requeued, then ended without a new issue (its queue torn
+		 * down): released, or the struct's next request would take the
+		 * entry for a requeued one and inherit its origin */
+		if (f && nr_bytes >= RD(direct, rq, __data_len))
+			rq_release(key);
 		return;
 	}
 	/* the tracepoint fires before the request is updated: __data_len is
@@ -450,8 +447,11 @@ static __always_inline void on_complete(struct request *rq, __u64 key, unsigned 
 	k.tgid = f->origin.tgid;
 	k.cgroup_id = f->origin.cgroup_id;
 	dlat = now - f->issue_ns;
-	if (f->insert_ns && f->issue_ns > f->insert_ns)
-		qlat = f->issue_ns - f->insert_ns;
+	/* the stamp never changes after allocation; the completion that
+	 * follows this program reads its line for the device's statistics */
+	start = RD(direct, rq, start_time_ns);
+	if (start && f->issue_ns > start)
+		qlat = f->issue_ns - start;
 	if (final && traces_on) {
 		/* completed in interrupt context: the submitter's identity and
 		 * policy come from the request's origin */
@@ -499,13 +499,6 @@ int BPF_PROG(dc_bio_queue_btf, struct bio *bio)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_insert")
-int BPF_PROG(dc_rq_insert_btf, struct request *rq)
-{
-	on_insert(rq, ctx_addr(ctx, 0));
-	return 0;
-}
-
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(dc_rq_issue_btf, struct request *rq)
 {
@@ -531,13 +524,6 @@ SEC("raw_tp/block_bio_queue")
 int BPF_PROG(dc_bio_queue_raw, struct bio *bio)
 {
 	on_bio_queue(bio, ctx[0], false);
-	return 0;
-}
-
-SEC("raw_tp/block_rq_insert")
-int BPF_PROG(dc_rq_insert_raw, struct request *rq)
-{
-	on_insert(rq, ctx[0]);
 	return 0;
 }
 

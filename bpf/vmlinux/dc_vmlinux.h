@@ -125,6 +125,7 @@ struct request {
 	unsigned int __data_len;
 	u64 __sector; /* sector_t */
 	struct bio *bio;
+	u64 start_time_ns;
 };
 
 /* page cache: large-folio fields exist only on some kernels (checked with

@@ -38,7 +38,7 @@ struct dc_blk_key {
 /* Request count = sum of dlat_hist (every completed request lands there). */
 struct dc_blk_val {
 	__u64 bytes;
-	__u64 queue_ns;	 /* insert -> issue, summed */
+	__u64 queue_ns;	 /* start -> issue, summed (struct dc_blk_inflight) */
 	__u64 device_ns; /* issue -> completion, summed */
 	__u32 qlat_hist[DC_LAT_SLOTS];
 	__u32 dlat_hist[DC_LAT_SLOTS];
@@ -57,9 +57,14 @@ struct dc_blk_origin {
 	__u32 when; /* in the bio table: submitted at (jiffies, low 32 bits) */
 };
 
-/* A request in flight. */
+/*
+ * A request in flight, from its issue. Its queue time runs from the
+ * kernel's own start stamp (rq->start_time_ns, where iostat's await
+ * begins: taken when the request is allocated, if the device keeps I/O
+ * statistics or has a scheduler) to the issue, so no program runs at
+ * insert; 0 where the kernel stamped nothing.
+ */
 struct dc_blk_inflight {
-	__u64 insert_ns; /* 0: went straight to issue (no queueing seen) */
 	__u64 issue_ns;
 	__u64 sector; /* at issue, for trace events */
 	__u64 bytes;  /* at issue: the request's whole size */
@@ -68,8 +73,9 @@ struct dc_blk_inflight {
 
 /*
  * The two direct-mapped tables of bpf/block.bpf.c: a set is chosen by a
- * hash of the pointer (bio or request) and holds two ways in one cache
- * line. A way is free while its tag is 0. Sizes (sets, a power of two) are
+ * hash of the pointer (bio or request) and holds two ways, a bio's in one
+ * cache line, a request's in one line each (aligned: a way across two
+ * lines costs two misses). A way is free while its tag is 0. Sizes (sets, a power of two) are
  * set before load from probes.block.bio_slots and request_slots.
  */
 struct dc_blk_bio_way {
@@ -84,7 +90,7 @@ struct dc_blk_bio_set {
 struct dc_blk_rq_way {
 	__u64 rq; /* tag */
 	struct dc_blk_inflight f;
-};
+} __attribute__((aligned(64)));
 
 struct dc_blk_rq_set {
 	struct dc_blk_rq_way way[2];

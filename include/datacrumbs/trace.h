@@ -69,7 +69,7 @@ struct dc_trace_ev {
 	__u64 size; /* bytes moved (return value of data calls) or the size argument */
 	__s64 ret;
 	__u32 weight;	/* events this one stands for (>= 1) */
-	__u32 queue_us; /* block layer: insert to issue, µs (saturated); else 0 */
+	__u32 queue_us; /* block layer: request start to issue, µs (saturated); else 0 */
 };
 
 /*

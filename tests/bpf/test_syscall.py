@@ -4,6 +4,7 @@
 
 usage: test_syscall.py SCENARIO AGENT WORKLOAD
 """
+import contextlib
 import os
 import signal
 import subprocess
@@ -381,14 +382,44 @@ def scenario_sigint_duration(agent_bin, wl_bin):
     c.done()
 
 
+@contextlib.contextmanager
+def scheduler(dev, want):
+    """The device's I/O scheduler set to want (None: left alone) where the
+    kernel offers it, and put back afterwards: loop devices outlive the
+    test, and the next user expects its own."""
+    path = "/sys/block/%s/queue/scheduler" % os.path.basename(dev)
+    with open(path) as f:
+        text = f.read()
+    was = text[text.index("[") + 1:text.index("]")] if "[" in text else None
+    if want and want in text.replace("[", " ").replace("]", " ").split():
+        with open(path, "w") as f:
+            f.write(want)
+    with open(path) as f:
+        text = f.read().strip()
+    print("%s scheduler: %s" % (dev, text))
+    try:
+        yield text[text.index("[") + 1:text.index("]")] if "[" in text else text
+    finally:
+        if was:
+            with open(path, "w") as f:
+                f.write(was)
+
+
 def scenario_block(agent_bin, wl_bin, mechanism="auto", small=False):
     """O_DIRECT I/O of known sizes on a loop device: exact requests, bytes and origin.
     small: one set of two slots in each of the bio and request tables, and
     four threads with requests in flight together: requests spill to the
-    spare hash (and bios may lose their slots), and the counts stay exact."""
+    spare hash (and bios may lose their slots), and the counts stay exact.
+    Otherwise the device gets a scheduler (mq-deadline) where the kernel has
+    one, so requests queue in it, and every request's queue and device time
+    must fall inside the system call that submitted it."""
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-blk-", dir="/var/tmp")
-    with loop_device(tmp) as dev:
+    with loop_device(tmp) as dev, scheduler(dev, None if small else "mq-deadline") as sched:
+        # the kernel stamps a request's start only for a device with I/O
+        # statistics or a scheduler: without, its queue time is 0
+        with open("/sys/block/%s/queue/iostats" % os.path.basename(dev)) as f:
+            stamped = f.read().strip() == "1" or sched != "none"
         conf = 'interval = 0.2;\nprobes = { block = { mechanism = "%s"; }; };\n' % mechanism
         params = dict(iters=300, size=65536)
         if small:
@@ -407,11 +438,14 @@ def scenario_block(agent_bin, wl_bin, mechanism="auto", small=False):
     tot = {}
     for r in dv:
         for op, o in r["ops"].items():
-            t = tot.setdefault(op, [0, 0, 0])
+            t = tot.setdefault(op, [0, 0, 0, 0, 0])
             t[0] += o["count"]
             t[1] += o["bytes"]
             t[2] += o["kernel_count"]
-            if sum(o["device_hist"]) != o["count"] or sum(o["size_hist"]) != o["count"]:
+            t[3] += o["queue_ns"]
+            t[4] += o["device_ns"]
+            if (sum(o["device_hist"]) != o["count"] or sum(o["size_hist"]) != o["count"]
+                    or sum(o["queue_hist"]) != o["count"]):
                 c.check(False, "histograms add up to the request count")
     n, size = params["iters"] * params.get("threads", 1), params["size"]
     drops = {}
@@ -445,6 +479,21 @@ def scenario_block(agent_bin, wl_bin, mechanism="auto", small=False):
                 m[1] += o["bytes"]
     c.eq(mine.get("write"), tot["write"][:2], "the workload's own record carries all its block writes")
     c.eq(mine.get("read"), tot["read"][:2], "and all its block reads")
+    # Each request lives inside its synchronous pwrite/pread: from the
+    # kernel's start stamp (allocation, in the call) through issue to
+    # completion. A queue time taken from anything earlier, or a device
+    # time from anything else, breaks the bound; a stamp not read gives 0.
+    calls = {}
+    for r in recs:
+        if r["type"] == "features" and r["pid"] == pid:
+            for sc, op in (("pwrite64", "write"), ("pread64", "read")):
+                calls[op] = calls.get(op, 0) + r["ops"].get(sc, {}).get("time_ns", 0)
+    for op in ("write", "read"):
+        q, d = tot[op][3], tot[op][4]
+        c.check((0 < q or not stamped) and 0 < d and q + d <= calls.get(op, 0),
+                "%s requests: queue %d ns + device %d ns, within their calls' %d ns%s"
+                % (op, q, d, calls.get(op, 0), "" if stamped else
+                   " (no start stamp: neither I/O statistics nor a scheduler)"))
     # one process, one cgroup: the block layer's key is the syscall layer's
     # (on hybrid hosts the bio's v1 io cgroup must not split the record)
     cgs = {r["cgroup_id"] for r in recs if r["type"] == "features" and r["pid"] == pid}

@@ -8,17 +8,21 @@
  * the kernel package's own modules (run-vm-test.sh puts them in /modules).
  * By each mechanism (tp_btf, raw_tp), a child reads N blocks with O_DIRECT:
  * one window must hold N read requests of BS bytes each for the child, on
- * null_blk's device.
+ * null_blk's device, and their queue time (from the kernel's start stamp,
+ * rq->start_time_ns) plus device time must be more than 0 and fit in the
+ * time the child spent in its reads, made one at a time.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -40,6 +44,17 @@ static int load_module(const char *path)
 	return r;
 }
 
+/* the child's time inside its reads, ns: a page shared with the parent */
+static uint64_t *read_ns;
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
 /* the child's whole life: N direct reads of distinct blocks */
 static int read_blocks(void)
 {
@@ -48,9 +63,13 @@ static int read_blocks(void)
 
 	if (fd < 0 || posix_memalign(&buf, BS, BS))
 		return 1;
-	for (int i = 0; i < N; i++)
+	for (int i = 0; i < N; i++) {
+		uint64_t t0 = now_ns();
+
 		if (pread(fd, buf, BS, (off_t)i * BS) != BS)
 			return 1;
+		*read_ns += now_ns() - t0;
+	}
 	return close(fd) != 0;
 }
 
@@ -60,7 +79,7 @@ int block_vm_run(const char *mech)
 	char name[64];
 	struct probe_block *p = NULL;
 	struct dc_blk_drain d = {};
-	uint64_t reqs = 0, bytes = 0, other = 0;
+	uint64_t reqs = 0, bytes = 0, other = 0, qns = 0, dns = 0;
 	struct stat st;
 	int r, status = -1, ok;
 	pid_t pid;
@@ -93,6 +112,19 @@ int block_vm_run(const char *mech)
 		probe_block_free(p);
 		return 1;
 	}
+	/* one page for both mechanisms' runs */
+	if (!read_ns) {
+		void *m = mmap(NULL, sizeof(*read_ns), PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED) {
+			printf("VMTEST %s FAIL mmap: %m\n", name);
+			probe_block_free(p);
+			return 1;
+		}
+		read_ns = m;
+	}
+	*read_ns = 0;
 	pid = vm_child(read_blocks, &status);
 	if (pid < 0) {
 		printf("VMTEST %s FAIL fork/wait: %m\n", name);
@@ -108,16 +140,21 @@ int block_vm_run(const char *mech)
 		    d.entries[i].dev == (major(st.st_rdev) << 20 | minor(st.st_rdev))) {
 			reqs += d.entries[i].v.count;
 			bytes += d.entries[i].v.bytes;
+			qns += d.entries[i].v.queue_ns;
+			dns += d.entries[i].v.device_ns;
 		} else
 			other += d.entries[i].v.count;
 	}
-	ok = !r && status == 0 && reqs == N && bytes == (uint64_t)N * BS && !other;
-	printf(
-	    "VMTEST %s %s reads=%llu bytes=%llu (want %d, %d), other requests %llu, child status "
-	    "%d, drain %s, mechanism %s [%s]\n",
-	    name, ok ? "PASS" : "FAIL", (unsigned long long)reqs, (unsigned long long)bytes, N,
-	    N * BS, (unsigned long long)other, status, r < 0 ? strerror(-r) : "ok",
-	    probe_block_mechanism(p), probe_block_detail(p));
+	ok = !r && status == 0 && reqs == N && bytes == (uint64_t)N * BS && !other && qns > 0 &&
+	     dns > 0 && qns + dns <= *read_ns;
+	printf("VMTEST %s %s reads=%llu bytes=%llu (want %d, %d), queue %llu ns + device %llu ns "
+	       "(the child's reads %llu ns), other requests %llu, child status %d, drain %s, "
+	       "mechanism "
+	       "%s [%s]\n",
+	       name, ok ? "PASS" : "FAIL", (unsigned long long)reqs, (unsigned long long)bytes, N,
+	       N * BS, (unsigned long long)qns, (unsigned long long)dns,
+	       (unsigned long long)*read_ns, (unsigned long long)other, status,
+	       r < 0 ? strerror(-r) : "ok", probe_block_mechanism(p), probe_block_detail(p));
 	probe_block_free(p);
 	return !ok;
 }
