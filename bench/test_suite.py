@@ -91,11 +91,12 @@ def main():
     for g in r["goals"]:
         if g["value"] is None and not g["goal"].startswith("per call < 1/3 of bpftrace"):
             fails.append("goal not measured: %s (%s)" % (g["goal"], g["measured"]))
-    bt = r["figures"].get("bpf_time", {})
-    for wl in suite.STREAMS:
-        v = bt.get(wl)
-        if not v or not all(number(x[1]) and x[1] > 0 and number(x[0]) for x in v):
-            fails.append("BPF time of the default agent in %s: %r" % (wl, v))
+    for key, who in (("bpf_time", "the default agent"), ("bpf_time_minagg", "minagg")):
+        bt = r["figures"].get(key, {})
+        for wl in suite.STREAMS:
+            v = bt.get(wl)
+            if not v or not all(number(x[1]) and x[1] > 0 and number(x[0]) for x in v):
+                fails.append("BPF time of %s in %s: %r" % (who, wl, v))
     if "\n[bpf time] " not in out:
         fails.append("no [bpf time] table")
     at = r["figures"]["attach"]
