@@ -237,9 +237,9 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
  * completion never came: free their entries and return how many. The
  * kernel does not always report a completion (see on_issue() in
  * block.bpf.c); a device that really takes this long has bigger problems
- * than our count. An entry only claimed has no issue time yet
- * (rq_release() clears it, and on_issue() the one a way freed here kept),
- * so it is never taken for a stale one. */
+ * than our count. An entry only claimed has no issue time yet (a way is
+ * freed without one, by rq_release() and here, and on_issue() clears it
+ * again after its claim), so it is not taken for a stale one. */
 static uint64_t sweep_inflight(struct probe_block *p, uint64_t max_age_ns)
 {
 	int fd = bpf_map__fd(p->skel->maps.inflight);
@@ -278,9 +278,14 @@ static uint64_t sweep_inflight(struct probe_block *p, uint64_t max_age_ns)
 
 			if (!tag || !issued || (max_age_ns && now - issued < max_age_ns))
 				continue;
-			if (__atomic_compare_exchange_n(&way->rq, &tag, 0, false, __ATOMIC_SEQ_CST,
-							__ATOMIC_RELAXED))
-				n++;
+			if (!__atomic_compare_exchange_n(&way->rq, &tag, 0, false, __ATOMIC_SEQ_CST,
+							 __ATOMIC_RELAXED))
+				continue;
+			n++;
+			/* a free way keeps no issue time, as rq_release() leaves it,
+			 * unless a new claim already wrote its own */
+			__atomic_compare_exchange_n(&way->f.issue_ns, &issued, 0, false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 		}
 	return n;
 }

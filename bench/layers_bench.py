@@ -298,19 +298,29 @@ class ProgStats:
     names (from BTF: the kernel's stop at 15 characters) are kept."""
     _GET_FD_BY_ID, _GET_INFO = 13, 15
     _NAME, _RUN_TIME, _RUN_CNT, _SIZE = 64, 192, 200, 232
+    # __NR_bpf: x86_64's table, and the generic one of the newer ports
+    _NR_BPF = {"x86_64": 321, "aarch64": 280, "riscv64": 280, "loongarch64": 280}
 
     def __init__(self, ids):
         import ctypes
         self._ct = ctypes
-        self._libc = ctypes.CDLL(None, use_errno=True)
-        self._nr = 321 if os.uname().machine == "x86_64" else 280  # __NR_bpf
+        machine = os.uname().machine
+        if machine not in self._NR_BPF:
+            raise RuntimeError("ProgStats: bpf(2)'s number on %s is not known here" % machine)
+        self._nr = self._NR_BPF[machine]
+        self._sys = ctypes.CDLL(None, use_errno=True).syscall
+        self._sys.restype = ctypes.c_long
+        self._sys.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_uint]
         self.fds = {}
         try:
             for i in sorted(ids):
                 attr = ctypes.create_string_buffer(struct.pack("III", i, 0, 0), 128)
-                fd = self._libc.syscall(self._nr, self._GET_FD_BY_ID, attr, 128)
-                if fd >= 0:
-                    self.fds[i] = fd
+                fd = self._sys(self._nr, self._GET_FD_BY_ID, attr, 128)
+                if fd < 0:
+                    # a program left out would read as no run time at all
+                    raise RuntimeError("ProgStats: program %d: %s"
+                                       % (i, os.strerror(ctypes.get_errno())))
+                self.fds[i] = fd
             self._info = ctypes.create_string_buffer(self._SIZE)
             self.names = {}
             shown = bpf_progs()
@@ -331,8 +341,8 @@ class ProgStats:
             ct.memset(self._info, 0, self._SIZE)
             attr = ct.create_string_buffer(
                 struct.pack("IIQ", fd, self._SIZE, ct.addressof(self._info)), 128)
-            if self._libc.syscall(self._nr, self._GET_INFO, attr, 128) < 0:
-                continue
+            if self._sys(self._nr, self._GET_INFO, attr, 128) < 0:
+                raise RuntimeError("ProgStats: program %d: %s" % (i, os.strerror(ct.get_errno())))
             raw = self._info.raw
             name = raw[self._NAME:self._NAME + 16].split(b"\0")[0].decode()
             out[i] = {"name": getattr(self, "names", {}).get(i, name),

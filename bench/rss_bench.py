@@ -23,6 +23,7 @@ usage: rss_bench.py BUILD_DIR ... [--storms N] [--files N]
 import argparse
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -73,13 +74,18 @@ def main():
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("rss_bench: needs root (BPF, mount)")
+    # a stop by SIGTERM cleans up as Ctrl-C does: the agent, the mount, the
+    # loop device and its image in /var/tmp
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("rss_bench: terminated"))
     fs = lb.Ext4(600, "/var/tmp", inodes=a.files + 30000)
-    shm = tempfile.mkdtemp(prefix="dc-rss-shm-", dir="/dev/shm")
+    shm = None
     try:
+        shm = tempfile.mkdtemp(prefix="dc-rss-shm-", dir="/dev/shm")
         res = {bd: one_build(bd, fs, shm, a.storms, a.files) for bd in a.builds}
     finally:
         fs.close()
-        shutil.rmtree(shm, ignore_errors=True)
+        if shm:
+            shutil.rmtree(shm, ignore_errors=True)
 
     def cell(s):
         return "%6.1f %5.1f %5.1f" % (s["VmRSS"] / 1024, s["RssAnon"] / 1024, s["RssFile"] / 1024)

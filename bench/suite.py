@@ -282,6 +282,14 @@ def net_bpf_ns(stats, run):
     return r, ns_of(after) - ns_of(before) - (ns_of(idle) - ns_of(after))
 
 
+def alive(p, name):
+    """A tracer that died during a measured run: its programs stay loaded
+    while measured (the statistics' fds hold them), detached, and would read
+    as costing nothing."""
+    if p.poll() is not None:
+        raise RuntimeError("%s exited during a measured run (status %s)" % (name, p.returncode))
+
+
 def bpf_time(b, fs, sz, passes, quiet, start, configs):
     """Each tracer's programs' run time in each 1 MiB workload (the default
     agent's, and the minimal aggregation's: the floor of a per-request
@@ -300,6 +308,7 @@ def bpf_time(b, fs, sz, passes, quiet, start, configs):
 
                 def each(name, run):
                     r, net = net_bpf_ns(stats, run)
+                    alive(p, c)
                     out[c][name].append((net, r[2]))
                     return r
                 try:
@@ -329,6 +338,7 @@ def bpf_call_time(b, shm, calls, start, configs, passes, quiet):
                 try:
                     r, net = net_bpf_ns(stats, lambda: workload(
                         b, "tmpfs4k", os.path.join(shm, "b"), calls, pin=True))
+                    alive(p, c)
                 finally:
                     stats.close()
                 b.stop(p)
@@ -535,7 +545,7 @@ def report(a, configs, not_run, runs, figures):
             base = med([r[wl][2] for r in runs["none"]])
             share[wl] = 100 * net / base
             mnet = med([x[0] for x in bm[wl]]) if bm.get(wl) else None
-            minagg_share[wl] = 100 * mnet / base if mnet else None
+            minagg_share[wl] = 100 * mnet / base if mnet is not None else None
             print("%-15s %12.1f %14.1f %11.2f%% %15s %10s" % (
                 wl, net / 1e3 / mib, base / 1e6, share[wl],
                 "%.1f" % (mnet / 1e3 / mib) if mnet is not None else "-",

@@ -368,7 +368,7 @@ static __always_inline struct dc_blk_inflight *rq_claim(struct dc_blk_rq_set *s,
  * cleared: the same request, issued again, its origin kept); one still
  * marked issued belongs to an earlier request on the same struct whose
  * completion the kernel never reported (seen on loop devices:
- * block_rq_complete missing for about 1 in 20,000 requests, bpftrace
+ * block_rq_complete missing for about 1 in 12,000 requests, bpftrace
  * agrees): count it and start afresh, so its origin and times do not leak
  * into this request.
  */
@@ -387,9 +387,10 @@ static __always_inline void on_issue(struct request *rq, __u64 key, const bool d
 			f = rq_claim(s, key);
 		if (!f)
 			return;
-		/* no issue time while the origin is written: a way the agent's
-		 * sweep freed keeps its old one, and the sweep takes an entry
-		 * with an old issue time for a lost request */
+		/* no issue time while the origin is written: the agent's sweep
+		 * takes an entry with an old one for a lost request (a stale
+		 * entry of this struct has one, and a way the sweep freed may
+		 * keep one for an instant) */
 		f->issue_ns = 0;
 		set_origin(f, rq);
 	}

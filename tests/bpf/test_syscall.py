@@ -457,7 +457,7 @@ def scenario_block(agent_bin, wl_bin, mechanism="auto", small=False):
     drops.setdefault("inflight_at_stop", 0)
     # Kernel-side gaps, counted by the agent, are the only shortfall allowed:
     # a program the kernel skipped (recursion), a completion it never
-    # reported (seen on loop devices, about 1 in 20,000 requests: bpftrace
+    # reported (seen on loop devices, about 1 in 12,000 requests: bpftrace
     # sees the same gap), or a request still in flight at stop.
     unseen = drops["completion_unseen"] + drops["recursion_misses"] + drops["inflight_at_stop"]
     counted = sum(tot.get(op, [0])[0] for op in ("write", "read"))
