@@ -31,13 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import layers_bench as lb  # noqa: E402
 import suite  # noqa: E402
-
-
-def status(pid):
-    """{VmRSS, RssAnon, RssFile} in KiB."""
-    with open("/proc/%d/status" % pid) as f:
-        return {l.split(":")[0]: int(l.split()[1]) for l in f
-                if l.startswith(("VmRSS:", "RssAnon:", "RssFile:"))}
+import syscall_bench as sb  # noqa: E402
 
 
 def one_build(build, fs, shm, storms, files):
@@ -46,7 +40,7 @@ def one_build(build, fs, shm, storms, files):
     b = lb.Bench(build, tmp)
     try:
         p, out = b.start("default", "agent", lb.TRACES_ON)
-        rows = [status(p.pid)]
+        rows = [sb.proc_status(p.pid)]
         for r in range(storms):
             d = os.path.join(fs.mnt, "meta%d" % r)
             os.mkdir(d)
@@ -56,7 +50,7 @@ def one_build(build, fs, shm, storms, files):
             time.sleep(1.2)
             if p.poll() is not None:
                 raise RuntimeError("%s: the agent exited (%s)" % (build, p.returncode))
-            rows.append(status(p.pid))
+            rows.append(sb.proc_status(p.pid))
             print("  %s storm %d: VmRSS %.1f MiB" % (build, r + 1, rows[-1]["VmRSS"] / 1024),
                   flush=True)
         b.stop(p)

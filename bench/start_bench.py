@@ -54,12 +54,11 @@ def start_once(binary, tmp):
                              % (binary, lines[-1] if lines else "exit status %s" % p.returncode))
             ms = (time.monotonic() - t0) * 1000
             time.sleep(0.3)
-            with open("/proc/%d/status" % p.pid) as f:
-                st = {l.split(":")[0]: l.split()[1] for l in f if l.startswith("Vm")}
+            st = sb.proc_status(p.pid)
         finally:
             if p.poll() is None:
                 sb.stop(p)
-    return ms, int(st["VmHWM"]), int(st["VmRSS"])
+    return ms, st["VmHWM"], st["VmRSS"]
 
 
 def main():

@@ -61,6 +61,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import layers_bench as lb  # noqa: E402  (tracer start/stop, ext4 loop device, quiet node)
+import syscall_bench as sb  # noqa: E402
 from syscall_bench import BPFTRACE  # noqa: E402  (the per-(pid, syscall) aggregation)
 from traces_bench import CONFIGS as TRACES  # noqa: E402  (traces at 1% and 100%)
 
@@ -242,9 +243,8 @@ def vm_hwm(p):
     the agent's records sample its RSS at each window's close, this sees
     the start's transient too. None if it cannot be read."""
     try:
-        with open("/proc/%d/status" % p.pid) as f:
-            return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
-    except (OSError, StopIteration, ValueError):
+        return sb.proc_status(p.pid).get("VmHWM")
+    except (OSError, ValueError):
         return None
 
 

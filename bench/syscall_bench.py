@@ -100,15 +100,21 @@ def stop(p):
         p.wait()
 
 
+def proc_status(pid):
+    """The memory lines of a live process's /proc/PID/status, KiB:
+    {"VmRSS": ..., "VmHWM": ..., "RssAnon": ..., ...}."""
+    with open("/proc/%d/status" % pid) as f:
+        return {l.split(":")[0]: int(l.split()[1]) for l in f
+                if l.startswith(("Vm", "Rss")) and l.rstrip().endswith("kB")}
+
+
 def proc_cpu_rss(pid):
     """(user+sys seconds, RSS KiB) of a live process."""
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     tick = os.sysconf("SC_CLK_TCK")
     cpu = (int(fields[11]) + int(fields[12])) / tick
-    with open("/proc/%d/status" % pid) as f:
-        rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
-    return cpu, rss
+    return cpu, proc_status(pid)["VmRSS"]
 
 
 def prog_ids():

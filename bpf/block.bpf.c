@@ -376,17 +376,19 @@ static __always_inline void on_issue(struct request *rq, __u64 key, const bool d
 {
 	struct dc_blk_rq_set *s = rq_set(key);
 	struct dc_blk_inflight *f;
+	bool requeued;
 
 	if (!s)
 		return;
 	f = rq_find(s, key);
-	if (f && f->issue_ns)
+	requeued = f && !f->issue_ns;
+	if (f && !requeued)
 		count(DC_BLK_CNT_UNSEEN);
-	if (!f || f->issue_ns) {
-		if (!f)
-			f = rq_claim(s, key);
-		if (!f)
-			return;
+	if (!f)
+		f = rq_claim(s, key);
+	if (!f)
+		return;
+	if (!requeued) {
 		/* no issue time while the origin is written: the agent's sweep
 		 * takes an entry with an old one for a lost request (a stale
 		 * entry of this struct has one, and a way the sweep freed may

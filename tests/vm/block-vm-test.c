@@ -85,6 +85,17 @@ int block_vm_run(const char *mech)
 	pid_t pid;
 
 	snprintf(name, sizeof(name), "block/%s", mech);
+	/* one page for both mechanisms' runs */
+	if (!read_ns) {
+		void *m = mmap(NULL, sizeof(*read_ns), PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED) {
+			printf("VMTEST %s FAIL mmap: %m\n", name);
+			return 1;
+		}
+		read_ns = m;
+	}
 	r = load_module("/modules/configfs.ko");
 	if (!r)
 		r = load_module("/modules/null_blk.ko");
@@ -111,18 +122,6 @@ int block_vm_run(const char *mech)
 		printf("VMTEST %s FAIL first drain: %s\n", name, strerror(-r));
 		probe_block_free(p);
 		return 1;
-	}
-	/* one page for both mechanisms' runs */
-	if (!read_ns) {
-		void *m = mmap(NULL, sizeof(*read_ns), PROT_READ | PROT_WRITE,
-			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-		if (m == MAP_FAILED) {
-			printf("VMTEST %s FAIL mmap: %m\n", name);
-			probe_block_free(p);
-			return 1;
-		}
-		read_ns = m;
 	}
 	*read_ns = 0;
 	pid = vm_child(read_blocks, &status);
