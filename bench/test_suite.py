@@ -17,7 +17,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import suite  # noqa: E402
 
-OPTIONAL = {"bpftrace", "bcc"}  # other packages (install-deps.sh bench); a reason if absent
+OPTIONAL = {"bpftrace", "bpftrace-feat", "bcc"}  # other packages (install-deps.sh bench); a reason if absent
 
 
 def number(s):
