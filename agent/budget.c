@@ -101,8 +101,11 @@ unsigned budget_window(struct dc_budget *b, uint64_t window_ns, uint64_t cost_ns
 		b->hold_ns = period;
 	/* Over: a period measured above the limit, or the period's whole
 	 * allowance already spent (its average cannot come back under it:
-	 * waiting the period out would only cost more). */
-	if ((full && budget_average(b) > limit) || (double)b->cost_ns > limit * (double)period) {
+	 * waiting the period out would only cost more). The ring may span
+	 * more than a period (windows longer than it, or not dividing it):
+	 * its allowance is then its span's. */
+	if ((full && budget_average(b) > limit) ||
+	    (double)b->cost_ns > limit * (double)(b->span_ns > period ? b->span_ns : period)) {
 		for (unsigned l = b->level + 1; l < DC_BUDGET_LEVELS; l++)
 			if (b->applicable & (1u << l)) {
 				b->at_floor = false;

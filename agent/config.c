@@ -172,7 +172,7 @@ static const struct dc_cfg_item items[] = {
      "time slices: sample only during slice_ms of every period_s (0: always)"},
     {"traces.sampling.period_s", CFG_FLOAT, F(traces_period_s), "0", 0, 86400, NULL,
      "the period of the time slices"},
-    {"traces.sampling.full_cgroups", CFG_STRLIST, F(traces_full_cgroups), "", 0, 0, NULL,
+    {"traces.sampling.full_cgroups", CFG_STRLIST, F(traces_full_cgroups), "", 1, 0, NULL,
      "cgroup2 paths (\"/system.slice/slurmstepd.scope/job_42\") whose every call is "
      "traced, descendants included, whatever the sampling of the rest"},
     {"traces.output.dir", CFG_STRING, F(traces_dir), "/var/lib/datacrumbs/traces", 0, 0, NULL,
@@ -214,7 +214,7 @@ static const struct dc_cfg_item items[] = {
      "profile every call at least this slow; 0 turns the rule off"},
     {"probes.stacks.one_in_n", CFG_INT, F(stacks_one_in_n), "100", 0, 1000000000, NULL,
      "profile every Nth call of each thread; 0 turns the rule off, 1 profiles every call"},
-    {"probes.stacks.full_cgroups", CFG_STRLIST, F(stacks_full_cgroups), "", 0, 0, NULL,
+    {"probes.stacks.full_cgroups", CFG_STRLIST, F(stacks_full_cgroups), "", 1, 0, NULL,
      "cgroup2 paths whose every call is profiled, descendants included"},
     {"probes.stacks.max_stacks", CFG_INT, F(stacks_max_stacks), "4096", 64, 1 << 20, NULL,
      "distinct stacks per window in each of the four stack maps (64 frames, 512 bytes "
@@ -319,9 +319,11 @@ static int choice_ok(const char *choices, const char *v)
 static int set_number(struct dc_config *c, const struct dc_cfg_item *it, double v, char *err,
 		      size_t errlen)
 {
+	/* %.17g: a range printed rounded (1.04858e+06) hides the bound an
+	 * operator just crossed */
 	if (!isfinite(v) || v < it->min || v > it->max)
-		return fail(err, errlen, "%s: %g is out of range [%g, %g]", it->path, v, it->min,
-			    it->max);
+		return fail(err, errlen, "%s: %.17g is out of range [%.17g, %.17g]", it->path, v,
+			    it->min, it->max);
 	if (it->type == CFG_INT) {
 		if (v != floor(v))
 			return fail(err, errlen, "%s: %g is not a whole number", it->path, v);
@@ -435,6 +437,8 @@ static int set_strlist(struct dc_config *c, const struct dc_cfg_item *it, config
 			return fail(err, errlen, "%s: element %d contains a newline", it->path,
 				    i + 1);
 		l = strlen(v);
+		if (!l && it->min)
+			return fail(err, errlen, "%s: element %d is empty", it->path, i + 1);
 		if (l < it->min)
 			return fail(err, errlen, "%s: element %d is shorter than %g bytes",
 				    it->path, i + 1, it->min);
@@ -546,10 +550,21 @@ static int strlist_join(config_setting_t *l, char *out, size_t size, const char 
 	return 0;
 }
 
+/* The file a setting was read from: an @include'd one names itself, so that
+ * its errors point at the right file as well as the right line. */
+static const char *setting_file(const config_setting_t *s, const char *file)
+{
+	const char *f = config_setting_source_file(s);
+
+	return f && *f ? f : file;
+}
+
 static int apply_libraries(struct dc_config *c, config_setting_t *s, const char *file, char *err,
 			   size_t errlen)
 {
 	char msg[512];
+
+	file = setting_file(s, file);
 
 	if (config_setting_type(s) != CONFIG_TYPE_LIST)
 		return fail(err, errlen,
@@ -621,6 +636,7 @@ static int apply_setting(struct dc_config *c, config_setting_t *s, const char *f
 	setting_path(s, path, sizeof(path));
 	if (!strcmp(path, "probes.libraries"))
 		return apply_libraries(c, s, file, err, errlen);
+	file = setting_file(s, file);
 	it = item_find(path);
 	if (type == CONFIG_TYPE_GROUP &&
 	    !(it && (it->type == CFG_STRLIST || it->type == CFG_INTLIST))) {
@@ -752,7 +768,7 @@ void config_print_help(FILE *f)
 			it->type == CFG_STRING ? "\"" : "", it->def,
 			it->type == CFG_STRING ? "\"" : "");
 		if (it->type == CFG_FLOAT || it->type == CFG_INT)
-			fprintf(f, ", %g to %g", it->min, it->max);
+			fprintf(f, ", %.17g to %.17g", it->min, it->max);
 		if (it->choices)
 			fprintf(f, ", one of %s", it->choices);
 		fprintf(f, ")\n    %s\n", it->help);

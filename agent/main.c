@@ -130,6 +130,10 @@ int main(int argc, char **argv)
 		break;
 	}
 
+	/* the file read at start is the one a reload reads: moved away, the
+	 * reload says so instead of falling back to the defaults */
+	if (!a.config && access(DC_CONFIG_DEFAULT_PATH, F_OK) == 0)
+		a.config = DC_CONFIG_DEFAULT_PATH;
 	if (load_config(&a, &cfg) < 0)
 		return EXIT_USAGE;
 	if (a.action == DC_ACTION_CHECK_CONFIG) {

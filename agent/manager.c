@@ -115,7 +115,7 @@ struct manager {
 	struct dc_sink_stats sinks_prev[2];
 	struct window_losses {
 		uint64_t map_full, ring_full, sampled_out, recursion_misses;
-		uint64_t queue_full, spool_shed, sink_dropped_bytes;
+		uint64_t queue_full, spool_shed, sink_dropped_bytes, sink_dropped_records;
 	} losses;
 	struct dc_probe_report probes[10];
 	size_t n_probes;
@@ -787,6 +787,7 @@ static void window_losses(struct manager *m, const struct dc_agent_stats *st)
 		l->queue_full += now->queue_full - prev->queue_full;
 		l->spool_shed += now->shed_records - prev->shed_records;
 		l->sink_dropped_bytes += now->dropped_bytes - prev->dropped_bytes;
+		l->sink_dropped_records += now->dropped_records - prev->dropped_records;
 		m->sinks_prev[i] = *now;
 	}
 }
@@ -813,6 +814,8 @@ static void report_self(struct dc_json *j, void *opaque)
 	json_u64(j, l->spool_shed);
 	json_key(j, "sink_dropped_bytes");
 	json_u64(j, l->sink_dropped_bytes);
+	json_key(j, "sink_dropped_records");
+	json_u64(j, l->sink_dropped_records);
 	json_obj_end(j);
 
 	json_key(j, "budget");
@@ -1269,49 +1272,81 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		filter_free(nf);
 		goto done;
 	}
+	if ((ch & (CH_TRACE_POLICY | FAM_SYSCALL)) && nc.traces_enable) {
+		/* what only the running system can tell (a cgroup that does not
+		 * exist), before anything changes */
+		char err[512];
+
+		if (traces_check_policy(&nc, err, sizeof(err)) < 0) {
+			snprintf(m->reload_error, sizeof(m->reload_error),
+				 "reload refused (%.100s): running on the previous configuration",
+				 err);
+			log_error("Reload refused: %s; still running on the previous one", err);
+			filter_free(nf);
+			goto done;
+		}
+	}
 	level = log_parse_level(nc.log_level);
 	log_set_max_level(level < 0 ? LOG_INFO : level);
 	if (ch & (FAM_ALL | CH_SINKS)) {
+		struct dc_filter *old_filter = NULL;
+
 		/* everything counted so far goes out under the old settings */
 		manager_close_window(m);
 		families_stop(m, ch & FAM_ALL);
 		if (ch & CH_FILTER) {
-			filter_free(m->filter);
+			old_filter = m->filter;
 			m->filter = TAKE_PTR(nf);
 		}
 		if (ch & CH_HOST)
 			set_host(m, &nc);
+		r = 0;
 		if (ch & CH_SINKS) {
 			sinks_stop(m);
 			r = sinks_start(m, &nc, &config_error);
-			if (r < 0) {
-				log_error("Reload: the new outputs cannot be opened; reopening the "
-					  "previous ones");
-				sinks_stop(m);
-				nc = m->cfg; /* what follows restarts the rest as it was */
-				r = sinks_start(m, &m->cfg, &config_error);
+			if (r < 0)
 				snprintf(m->reload_error, sizeof(m->reload_error),
 					 "reload failed to open the new outputs: running on the "
 					 "previous configuration");
+		}
+		if (r >= 0) {
+			if (ch & FAM_VFS)
+				m->vfs_attached = false; /* judged afresh under the new settings */
+			r = families_start(m, &nc, ch & FAM_ALL, &config_error);
+			if (r < 0) {
+				families_stop(m, ch & FAM_ALL);
+				snprintf(m->reload_error, sizeof(m->reload_error),
+					 "reload failed to attach the new probes: running on the "
+					 "previous configuration");
+			}
+		}
+		if (r < 0) {
+			/* all of the running configuration back, not a mix: the
+			 * filter, the host, the log level, the outputs, the probes */
+			log_error("Reload: %s", m->reload_error);
+			if (old_filter) {
+				filter_free(m->filter);
+				m->filter = TAKE_PTR(old_filter);
+			}
+			if (ch & CH_HOST)
+				set_host(m, &m->cfg);
+			level = log_parse_level(m->cfg.log_level);
+			log_set_max_level(level < 0 ? LOG_INFO : level);
+			if (ch & CH_SINKS) {
+				sinks_stop(m);
+				r = sinks_start(m, &m->cfg, &config_error);
 				if (r < 0)
 					return sd_event_exit(m->event, r);
 			}
-		}
-		if (ch & FAM_VFS)
-			m->vfs_attached = false; /* judged afresh under the new settings */
-		r = families_start(m, &nc, ch & FAM_ALL, &config_error);
-		if (r < 0) {
-			log_error(
-			    "Reload: the new probes cannot attach; restoring the previous ones");
-			families_stop(m, ch & FAM_ALL);
-			snprintf(m->reload_error, sizeof(m->reload_error),
-				 "reload failed to attach the new probes: running on the previous "
-				 "configuration");
-			nc = m->cfg;
-			r = families_start(m, &nc, ch & FAM_ALL, &config_error);
+			if (ch & FAM_VFS)
+				m->vfs_attached = false;
+			r = families_start(m, &m->cfg, ch & FAM_ALL, &config_error);
 			if (r < 0)
 				return sd_event_exit(m->event, r);
+			filter_free(nf);
+			goto done;
 		}
+		filter_free(old_filter);
 	}
 	filter_free(nf);
 	if ((ch & CH_TRACE_POLICY) && m->traces && !(ch & FAM_SYSCALL)) {
@@ -1319,8 +1354,20 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 
 		r = traces_set_policy(m->traces, &nc, err, sizeof(err));
 		if (r < 0) {
+			/* checked above: a cgroup removed since */
 			log_error("Reload: trace sampling not changed: %s", err);
-			nc = m->cfg; /* keeps the old sampling settings on record */
+			snprintf(m->reload_error, sizeof(m->reload_error),
+				 "reload left the trace sampling as it was: %.100s", err);
+			nc.traces_one_in_n = m->cfg.traces_one_in_n;
+			nc.traces_slow_ms = m->cfg.traces_slow_ms;
+			nc.traces_slice_ms = m->cfg.traces_slice_ms;
+			nc.traces_period_s = m->cfg.traces_period_s;
+			nc.traces_rate = m->cfg.traces_rate;
+			nc.traces_burst = m->cfg.traces_burst;
+			nc.traces_cgroup_rate = m->cfg.traces_cgroup_rate;
+			nc.traces_cgroup_burst = m->cfg.traces_cgroup_burst;
+			memcpy(nc.traces_full_cgroups, m->cfg.traces_full_cgroups,
+			       sizeof(nc.traces_full_cgroups));
 		}
 		m->traces_flush_usec = (uint64_t)nc.traces_flush_ms * 1000;
 	}
@@ -1339,8 +1386,8 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 			stats_window_start(m, clock_ns(CLOCK_MONOTONIC), nc.interval);
 		}
 	}
-	if (!m->reload_error[0])
-		m->cfg = nc;
+	/* what was applied: a trace policy that failed kept its old fields */
+	m->cfg = nc;
 	if (ch & CH_BUDGET) {
 		/* a new budget starts from full detail and judges it afresh */
 		struct dc_budget_params bp = {.cpu = m->cfg.budget_cpu,
@@ -1893,6 +1940,7 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 		bool *config_error)
 {
 	_cleanup_(manager_freep) struct manager *m = NULL;
+	uint64_t t0_mono, t0_real_us;
 	sigset_t mask;
 	int r;
 
@@ -1941,6 +1989,11 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	if (jobpool_threads(m->pool) < FAMILY_JOBS_MAX)
 		log_warning("Only %u of %u threads for the window's drains: they run in turn",
 			    jobpool_threads(m->pool), FAMILY_JOBS_MAX);
+	/* window 0 starts before the first program attaches: the families
+	 * attached first count while the rest load (seconds, for a thousand
+	 * library functions), and those calls are window 0's */
+	t0_mono = clock_ns(CLOCK_MONOTONIC);
+	t0_real_us = clock_ns(CLOCK_REALTIME) / 1000;
 	r = families_start(m, cfg, FAM_ALL, config_error);
 	if (r < 0)
 		return r;
@@ -1955,8 +2008,7 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	    (r = sd_event_add_signal(m->event, NULL, SIGHUP, on_hup, m)) < 0)
 		return log_error_errno(r, "Cannot install signal handlers: %m");
 
-	windows_init(&m->win, (uint64_t)(cfg->interval * 1e9), clock_ns(CLOCK_MONOTONIC),
-		     clock_ns(CLOCK_REALTIME) / 1000);
+	windows_init(&m->win, (uint64_t)(cfg->interval * 1e9), t0_mono, t0_real_us);
 	stats_window_start(m, clock_ns(CLOCK_MONOTONIC), cfg->interval);
 	selfstat_read(&m->self);
 	r = sd_event_add_time(m->event, &m->timer, CLOCK_MONOTONIC,

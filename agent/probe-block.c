@@ -319,7 +319,11 @@ int probe_block_flip_and_drain(struct probe_block *p, struct dc_blk_drain *res)
 			continue;
 		for (int c = 0; c < p->ncpus; c++)
 			blk_sum_add_val(&cur, &vals[c]);
-		res->overflow[op].v.count = cur.count - p->overflow_prev[op].count;
+		/* the count is a sum of 32-bit per-CPU slots, which wrap: each
+		 * slot's delta is folded modulo 2^32 before they are added */
+		for (unsigned i = 0; i < DC_LAT_SLOTS; i++)
+			res->overflow[op].v.count +=
+			    (uint32_t)(cur.dlat[i] - p->overflow_prev[op].dlat[i]);
 		res->overflow[op].v.bytes = cur.bytes - p->overflow_prev[op].bytes;
 		p->overflow_prev[op] = cur;
 	}

@@ -541,8 +541,13 @@ static void read_overflow(struct probe_syscall *p, struct dc_agg_entry out[DC_OP
 		/* the kernel's 32-bit slots wrap; deltas of the 64-bit sums of
 		 * wrapped slots would not, so fold slot deltas modulo 2^32 */
 		agg_sum_delta(&out[op].v, &cur, &p->overflow_prev[op]);
-		for (unsigned i = 0; i < DC_LAT_SLOTS; i++)
+		/* count is the 64-bit sum of those slots: taken again from the
+		 * folded deltas, or one wrap makes it about 2^64 */
+		out[op].v.count = 0;
+		for (unsigned i = 0; i < DC_LAT_SLOTS; i++) {
 			out[op].v.lat[i] &= 0xFFFFFFFFu;
+			out[op].v.count += out[op].v.lat[i];
+		}
 		for (unsigned i = 0; i < DC_SIZE_SLOTS; i++)
 			out[op].v.size[i] &= 0xFFFFFFFFu;
 		out[op].v.tr_kept &= 0xFFFFFFFFu;

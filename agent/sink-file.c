@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,11 @@ static int file_flush(struct dc_sink *s)
 				char *nl = memchr(f->buf.data + cut, '\n', f->buf.len - cut);
 
 				cut = nl ? (size_t)(nl - f->buf.data) + 1 : f->buf.len;
+				/* a record is one line: the lines cut are records lost */
+				for (const char *c = f->buf.data;
+				     (c = memchr(c, '\n', cut - (size_t)(c - f->buf.data))); c++)
+					if (f->buf_records)
+						f->buf_records--;
 				memmove(f->buf.data, f->buf.data + cut, f->buf.len - cut);
 				f->buf.len -= cut;
 				s->stats.dropped_bytes += cut;
@@ -111,8 +117,12 @@ static void file_free(struct dc_sink *s)
 {
 	struct sink_file *f = (struct sink_file *)s;
 
-	if (f->buf.len)
-		file_flush(s);
+	/* a last try; what it cannot write goes with the process (at stop, or
+	 * a reload that reopens the outputs): said, with how much */
+	if (f->buf.len && file_flush(s) < 0)
+		log_error("Closing %s with %" PRIu64 " records (%zu bytes) it could not write: "
+			  "they are lost",
+			  f->path, f->buf_records, f->buf.len);
 	if (f->owned && f->fd >= 0)
 		close(f->fd);
 	buf_free(&f->buf);

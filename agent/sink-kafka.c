@@ -92,6 +92,10 @@ struct sink_kafka {
 	bool brokers_down;
 	/* published in the agent record */
 	uint64_t delivered, produced, dr_errors, queue_full, too_large, corrupt, spool_errors;
+	uint64_t produce_errors; /* produce refused for now (topic, authorization): retried */
+	uint64_t unrouted;	 /* spooled records of a type with no topic in this run */
+	uint64_t restarts;	 /* producers recreated after a fatal error */
+	rd_kafka_conf_t *conf;	 /* a copy, to recreate the producer after a fatal error */
 	uint64_t shed_records[DC_SEG_KIND_MAX], shed_segments;
 	uint64_t lat_ms[LAT_RING];
 	unsigned lat_n;
@@ -190,6 +194,8 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 		k->delivered++;
 		k->base.stats.records++;
 		k->base.stats.bytes += m->len;
+		/* the brokers take records again: the next failure starts over */
+		k->backoff_usec = BACKOFF_MIN_USEC;
 	}
 	if (g->outstanding)
 		g->outstanding--;
@@ -263,6 +269,57 @@ static int produce_one(struct sink_kafka *k, struct kseg *g, const struct dc_seg
 	return err;
 }
 
+static int producer_new(struct sink_kafka *k, char *err, size_t errlen);
+static void producer_free(struct sink_kafka *k);
+
+/*
+ * An idempotent producer that raised a fatal error refuses every message
+ * from then on: librdkafka wants the instance replaced. Whatever it still
+ * held is purged, which fails those records' deliveries: their segments
+ * are produced again from the spool, in order (duplicates possible, as
+ * with any retry). A new producer with the same configuration takes over.
+ */
+static void producer_restart(struct sink_kafka *k)
+{
+	char why[512];
+
+	k->restarts++;
+	rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+	/* purged messages are reported at once, without a broker round trip */
+	rd_kafka_poll(k->rk, 0);
+	settle(k);
+	producer_free(k);
+	if (producer_new(k, why, sizeof(why)) < 0)
+		log_error("Kafka: cannot recreate the producer: %s; retrying in %" PRIu64 " s", why,
+			  (uint64_t)(k->backoff_usec / USEC_PER_SEC));
+	else
+		log_notice("Kafka: producer recreated after a fatal error; delivering the spool");
+}
+
+/* A record the producer refused for now: the pump pauses, backing off. */
+static void pump_refused(struct sink_kafka *k, const struct dc_seg_rec *rec,
+			 rd_kafka_resp_err_t err)
+{
+	char fatal[256];
+
+	k->produce_errors++;
+	k->base.stats.errors++;
+	if (err == RD_KAFKA_RESP_ERR__FATAL && rd_kafka_fatal_error(k->rk, fatal, sizeof(fatal))) {
+		log_error("Kafka: fatal producer error (%s): recreating the producer", fatal);
+		producer_restart(k);
+	} else {
+		log_error("Kafka refused a %s record of window %" PRIu64 " for topic %s: %s; "
+			  "keeping it and what follows in the spool, producing again in %" PRIu64
+			  " s",
+			  record_type_name((enum dc_rec_type)rec->type), rec->window,
+			  k->topic_name[rec->type], rd_kafka_err2str(err),
+			  (uint64_t)(k->backoff_usec / USEC_PER_SEC));
+	}
+	k->resume_usec = now_usec() + k->backoff_usec;
+	k->backoff_usec =
+	    k->backoff_usec * 2 > BACKOFF_MAX_USEC ? BACKOFF_MAX_USEC : k->backoff_usec * 2;
+}
+
 /* Produce spooled records in order until the producer queue is full or
  * MAX_INFLIGHT_SEGMENTS are in librdkafka's hands. */
 static void pump(struct sink_kafka *k)
@@ -272,6 +329,20 @@ static void pump(struct sink_kafka *k)
 	if (k->resume_usec && now_usec() < k->resume_usec)
 		return;
 	k->resume_usec = 0;
+	if (!k->rk) {
+		/* a restart that failed: try again, after the backoff */
+		char why[512];
+
+		if (producer_new(k, why, sizeof(why)) < 0) {
+			log_error("Kafka: cannot recreate the producer: %s", why);
+			k->resume_usec = now_usec() + k->backoff_usec;
+			k->backoff_usec = k->backoff_usec * 2 > BACKOFF_MAX_USEC
+					      ? BACKOFF_MAX_USEC
+					      : k->backoff_usec * 2;
+			return;
+		}
+		log_notice("Kafka: producer recreated; delivering the spool");
+	}
 	for (struct kseg *g = k->head, *next; g; g = next) {
 		struct dc_seg_rec rec;
 		size_t off;
@@ -303,8 +374,19 @@ static void pump(struct sink_kafka *k)
 		while ((r = seg_raw_next(g->raw.data, g->raw.len, &off, &rec)) > 0) {
 			rd_kafka_resp_err_t err;
 
-			/* an unknown type, or traces this run has no topic for */
-			if (rec.type >= DC_REC_MAX || !k->topic[rec.type]) {
+			/* an unknown type, or one this run has no topic for (a
+			 * previous run's traces or stacks): nowhere to send it */
+			if (rec.type >= DC_REC_MAX || !k->topic_name[rec.type][0]) {
+				if (!k->unrouted++)
+					log_warning(
+					    "Spooled %s record of window %" PRIu64
+					    " has no Kafka topic in this configuration: "
+					    "dropping it (counted in unrouted_records)",
+					    rec.type < DC_REC_MAX
+						? record_type_name((enum dc_rec_type)rec.type)
+						: "unknown",
+					    rec.window);
+				k->base.stats.dropped_records++;
 				g->next_off = off;
 				continue;
 			}
@@ -315,16 +397,25 @@ static void pump(struct sink_kafka *k)
 				k->base.stats.queue_full++;
 				return;
 			}
-			g->next_off = off;
-			if (err) {
-				/* cannot ever be sent (too large for the broker): counted */
+			if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
+				/* cannot ever be sent (larger than message.max.bytes) */
+				g->next_off = off;
 				k->too_large++;
+				k->base.stats.dropped_records++;
 				log_error("Record of window %" PRIu64
 					  " (%u bytes) refused by the producer: "
 					  "%s; dropping it",
 					  rec.window, rec.len, rd_kafka_err2str(err));
 				continue;
 			}
+			if (err) {
+				/* not the record's fault: a topic that does not exist
+				 * (yet), no authorization, a fatal producer error. It
+				 * stays, and so does all that follows it, in order */
+				pump_refused(k, &rec, err);
+				return;
+			}
+			g->next_off = off;
 			g->outstanding++;
 			k->produced++;
 		}
@@ -333,13 +424,12 @@ static void pump(struct sink_kafka *k)
 		if (!g->outstanding && !g->failed)
 			seg_done(k, g);
 	}
-	/* a healthy round resets the backoff */
-	k->backoff_usec = BACKOFF_MIN_USEC;
 }
 
 static void service(struct sink_kafka *k)
 {
-	rd_kafka_poll(k->rk, 0);
+	if (k->rk)
+		rd_kafka_poll(k->rk, 0);
 	settle(k);
 	pump(k);
 }
@@ -365,17 +455,35 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
+/* Bytes of the segments only memory holds (the spool could not take them):
+ * they count against the same bound, or a full disk during an outage
+ * would grow the agent without end. */
+static uint64_t held_bytes(const struct sink_kafka *k)
+{
+	uint64_t n = 0;
+
+	for (const struct kseg *g = k->head; g; g = g->next)
+		if (!g->file_bytes && g->loaded)
+			n += g->raw.len;
+	return n;
+}
+
 /* Keep the spool within its bound: shed traces before feature vectors,
  * oldest first, never a segment the producer still holds. */
 static void enforce_bound(struct sink_kafka *k)
 {
-	for (int kind = DC_SEG_KIND_MAX - 1; kind >= 0 && k->spool_bytes > k->spool_max; kind--) {
-		for (struct kseg *g = k->head, *next; g && k->spool_bytes > k->spool_max;
+	uint64_t held = held_bytes(k);
+
+	for (int kind = DC_SEG_KIND_MAX - 1; kind >= 0 && k->spool_bytes + held > k->spool_max;
+	     kind--) {
+		for (struct kseg *g = k->head, *next; g && k->spool_bytes + held > k->spool_max;
 		     g = next) {
 			next = g->next;
 			if ((int)g->meta.kind != kind || g->outstanding ||
 			    (g->loaded && g->next_off > 0) || g == k->head)
 				continue;
+			if (!g->file_bytes)
+				held -= g->raw.len;
 			if (!k->shed_segments || k->shed_segments % 100 == 0)
 				log_warning("Spool over %" PRIu64
 					    " MiB: dropping the oldest %s segment "
@@ -399,13 +507,13 @@ static int kafka_write(struct dc_sink *s, enum dc_rec_type type, const struct dc
 	struct sink_kafka *k = (struct sink_kafka *)s;
 
 	if (type == DC_REC_TRACE) {
-		if (!k->topic[type])
+		if (!k->topic_name[type][0])
 			return 0; /* no traces topic configured */
 		seg_raw_add(&k->building_tr, type, w->seq, data, (uint32_t)len);
 		k->building_tr_n++;
 		return k->building_tr.err ? -ENOMEM : 0;
 	}
-	if (!k->topic[type])
+	if (!k->topic_name[type][0])
 		return 0; /* stacks records with no stacks topic configured */
 	seg_raw_add(&k->building, type, w->seq, data, (uint32_t)len);
 	k->building_n++;
@@ -512,8 +620,14 @@ static void kafka_report(struct dc_sink *s, struct dc_json *j)
 	json_u64(j, k->queue_full);
 	json_key(j, "refused_records");
 	json_u64(j, k->too_large);
+	json_key(j, "produce_errors");
+	json_u64(j, k->produce_errors);
+	json_key(j, "unrouted_records");
+	json_u64(j, k->unrouted);
+	json_key(j, "producer_restarts");
+	json_u64(j, k->restarts);
 	json_key(j, "in_flight");
-	json_u64(j, (uint64_t)rd_kafka_outq_len(k->rk));
+	json_u64(j, k->rk ? (uint64_t)rd_kafka_outq_len(k->rk) : 0);
 	json_key(j, "delivery_ms_p50");
 	json_u64(j, p50);
 	json_key(j, "delivery_ms_p99");
@@ -544,6 +658,50 @@ static void kafka_report(struct dc_sink *s, struct dc_json *j)
 	k->lat_n = 0;
 }
 
+/*
+ * At stop: segments that only memory holds (the spool could not take them)
+ * get one more try at the disk, which may have room by now; what still
+ * cannot be written is lost with the process, and is said and counted.
+ */
+static void spool_held(struct sink_kafka *k)
+{
+	uint64_t lost = 0, kept = 0;
+
+	for (struct kseg *g = k->head; g; g = g->next) {
+		uint64_t left;
+		int r;
+
+		if (g->file_bytes || !g->loaded)
+			continue;
+		/* what the broker has not acknowledged yet, from the first record
+		 * of this attempt: the whole segment, as a replay would send it */
+		left = g->meta.n_records;
+		r = seg_encode(&g->meta, g->raw.data, g->raw.len,
+			       g->meta.kind == DC_SEG_TRACES ? 1 : 3, &k->scratch);
+		if (!r)
+			r = spool_write(k->spool, g->meta.seq, k->scratch.data, k->scratch.len);
+		if (r < 0) {
+			lost += left;
+			continue;
+		}
+		g->file_bytes = k->scratch.len;
+		k->spool_bytes += g->file_bytes;
+		kept++;
+	}
+	if (kept)
+		log_notice("Wrote %" PRIu64 " segments held in memory to the spool at stop", kept);
+	if (lost) {
+		k->base.stats.dropped_records += lost;
+		log_error("Stopping with %" PRIu64 " records that neither Kafka nor the spool %s "
+			  "took: they are lost",
+			  lost, spool_dir(k->spool));
+	}
+	if (seg_count(k))
+		log_notice("Stopping with %zu spool segments (%" PRIu64 " bytes) not yet "
+			   "delivered: they are sent at the next start",
+			   seg_count(k), k->spool_bytes);
+}
+
 static void kafka_free(struct dc_sink *s)
 {
 	struct sink_kafka *k = (struct sink_kafka *)s;
@@ -554,18 +712,12 @@ static void kafka_free(struct dc_sink *s)
 		rd_kafka_flush(k->rk, (int)k->flush_timeout_ms);
 		rd_kafka_poll(k->rk, 0);
 		settle(k);
-		if (seg_count(k))
-			log_notice("Stopping with %zu spool segments (%" PRIu64 " bytes) not yet "
-				   "delivered: they are sent at the next start",
-				   seg_count(k), k->spool_bytes);
-		for (int i = 0; i < DC_REC_MAX; i++)
-			if (k->topic[i])
-				rd_kafka_topic_destroy(k->topic[i]);
-		/* undelivered messages are purged: they are in the spool */
-		rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-		rd_kafka_poll(k->rk, 0);
-		rd_kafka_destroy(k->rk);
 	}
+	if (k->spool)
+		spool_held(k);
+	producer_free(k);
+	if (k->conf)
+		rd_kafka_conf_destroy(k->conf);
 	if (k->props)
 		explicit_bzero(k->props, strlen(k->props));
 	free(k->props);
@@ -736,6 +888,59 @@ static rd_kafka_topic_conf_t *traces_topic_conf(rd_kafka_t *rk)
 	return tc;
 }
 
+/* The producer and its topics from k->conf; librdkafka's queue signals
+ * k->pipe, which the event loop watches. */
+static int producer_new(struct sink_kafka *k, char *err, size_t errlen)
+{
+	rd_kafka_conf_t *conf = rd_kafka_conf_dup(k->conf);
+	rd_kafka_queue_t *q;
+	char e[512];
+
+	if (!conf)
+		return -ENOMEM;
+	k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof(e));
+	if (!k->rk) {
+		char why[512];
+
+		secrets_scrub(why, sizeof(why), e, k->props);
+		snprintf(err, errlen, "Kafka producer: %s", why);
+		rd_kafka_conf_destroy(conf);
+		return -EINVAL;
+	}
+	for (int i = 0; i < DC_REC_MAX; i++) {
+		if (!k->topic_name[i][0])
+			continue; /* traces without a topic */
+		k->topic[i] = rd_kafka_topic_new(
+		    k->rk, k->topic_name[i], i == DC_REC_TRACE ? traces_topic_conf(k->rk) : NULL);
+		if (!k->topic[i]) {
+			snprintf(err, errlen, "Kafka topic '%s': %s", k->topic_name[i],
+				 rd_kafka_err2str(rd_kafka_last_error()));
+			producer_free(k);
+			return -EINVAL;
+		}
+	}
+	q = rd_kafka_queue_get_main(k->rk);
+	rd_kafka_queue_io_event_enable(q, k->pipe[1], "1", 1);
+	rd_kafka_queue_destroy(q);
+	return 0;
+}
+
+/* Undelivered messages are purged: the spool holds them. */
+static void producer_free(struct sink_kafka *k)
+{
+	if (!k->rk)
+		return;
+	for (int i = 0; i < DC_REC_MAX; i++)
+		if (k->topic[i]) {
+			rd_kafka_topic_destroy(k->topic[i]);
+			k->topic[i] = NULL;
+		}
+	rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+	rd_kafka_poll(k->rk, 0);
+	rd_kafka_destroy(k->rk);
+	k->rk = NULL;
+}
+
 int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc_sink **ret,
 		   char *err, size_t errlen)
 {
@@ -757,8 +962,7 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 	};
 	struct sink_kafka *k;
 	rd_kafka_conf_t *conf;
-	rd_kafka_queue_t *q;
-	char e[512], client_id[300];
+	char client_id[300];
 	const char *line;
 	size_t n;
 	int r;
@@ -830,28 +1034,15 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 	rd_kafka_conf_set_log_cb(conf, log_cb);
 	rd_kafka_conf_set_stats_cb(conf, stats_cb);
 
-	k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof(e));
-	if (!k->rk) {
-		char why[512];
-
-		secrets_scrub(why, sizeof(why), e, k->props);
-		snprintf(err, errlen, "Kafka producer: %s", why);
-		rd_kafka_conf_destroy(conf);
-		kafka_free(&k->base);
-		return -EINVAL;
+	k->conf = conf;
+	if (pipe2(k->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "pipe: %s", strerror(-r));
+		goto fail;
 	}
-	for (int i = 0; i < DC_REC_MAX; i++) {
-		if (!k->topic_name[i][0])
-			continue; /* traces without a topic */
-		k->topic[i] = rd_kafka_topic_new(
-		    k->rk, k->topic_name[i], i == DC_REC_TRACE ? traces_topic_conf(k->rk) : NULL);
-		if (!k->topic[i]) {
-			snprintf(err, errlen, "Kafka topic '%s': %s", k->topic_name[i],
-				 rd_kafka_err2str(rd_kafka_last_error()));
-			r = -EINVAL;
-			goto fail;
-		}
-	}
+	r = producer_new(k, err, errlen);
+	if (r < 0)
+		goto fail;
 	r = check_topics(k, (int)p->start_timeout_ms, err, errlen);
 	if (r < 0)
 		goto fail;
@@ -893,14 +1084,6 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 				 p->spool_dir, seg_count(k), k->spool_bytes);
 	}
 
-	if (pipe2(k->pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "pipe: %s", strerror(-r));
-		goto fail;
-	}
-	q = rd_kafka_queue_get_main(k->rk);
-	rd_kafka_queue_io_event_enable(q, k->pipe[1], "1", 1);
-	rd_kafka_queue_destroy(q);
 	k->event = event;
 	r = sd_event_add_io(event, &k->io, k->pipe[0], EPOLLIN, on_queue, k);
 	if (r >= 0)

@@ -30,12 +30,13 @@ struct dc_sink_ops {
 };
 
 struct dc_sink_stats {
-	uint64_t records, bytes; /* committed */
-	uint64_t errors;	 /* failed commits (retried) */
-	uint64_t pending_bytes;	 /* held for retry */
-	uint64_t dropped_bytes;	 /* given up on: over the retry bound */
-	uint64_t queue_full;	 /* hand-overs the transport's queue refused (retried) */
-	uint64_t shed_records;	 /* records a full spool dropped, oldest first */
+	uint64_t records, bytes;  /* committed */
+	uint64_t errors;	  /* failed commits (retried) */
+	uint64_t pending_bytes;	  /* held for retry */
+	uint64_t dropped_bytes;	  /* given up on: over the retry bound */
+	uint64_t queue_full;	  /* hand-overs the transport's queue refused (retried) */
+	uint64_t shed_records;	  /* records a full spool dropped, oldest first */
+	uint64_t dropped_records; /* records given up on: refused for good, nowhere to go */
 };
 
 struct dc_sink {

@@ -316,6 +316,15 @@ void traces_layers_read(struct traces *t, uint64_t out[DC_LAYER_MAX][DC_TR_OUTCO
 		}
 }
 
+int traces_check_policy(const struct dc_config *cfg, char *err, size_t errlen)
+{
+	struct dc_trace_cfg p;
+	uint64_t ids[MAX_FULL_CGROUPS];
+	unsigned n;
+
+	return build_policy(cfg, &p, ids, &n, err, errlen);
+}
+
 int traces_set_policy(struct traces *t, const struct dc_config *cfg, char *err, size_t errlen)
 {
 	struct dc_trace_cfg p;

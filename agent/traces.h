@@ -53,6 +53,9 @@ int traces_start(struct traces *t, struct syscall_bpf *skel);
 int traces_share(struct traces *t, struct bpf_object *obj);
 /* A new policy (reload): no program is reloaded. */
 int traces_set_policy(struct traces *t, const struct dc_config *cfg, char *err, size_t errlen);
+/* Whether cfg's sampling policy can be built here (its cgroups exist, its
+ * slice fits its period), without applying it: a reload checks first. */
+int traces_check_policy(const struct dc_config *cfg, char *err, size_t errlen);
 /* Stop keeping events (paused) or keep them again under the policy in force. */
 int traces_pause(struct traces *t, bool paused);
 

@@ -413,7 +413,7 @@ static __always_inline void on_requeue(__u64 key)
 static __always_inline void on_complete(struct request *rq, __u64 key, unsigned int nr_bytes,
 					const bool direct)
 {
-	__u64 now = bpf_ktime_get_ns(), qlat = 0, dlat, start;
+	__u64 now = bpf_ktime_get_ns(), qlat = 0, dlat, start, size;
 	struct dc_blk_inflight *f = rq_lookup(key);
 	struct dc_blk_key k = {};
 	struct dc_blk_val *v;
@@ -450,6 +450,9 @@ static __always_inline void on_complete(struct request *rq, __u64 key, unsigned 
 	k.tgid = f->origin.tgid;
 	k.cgroup_id = f->origin.cgroup_id;
 	dlat = now - f->issue_ns;
+	/* the request's size as issued: a request completed in parts has
+	 * only its last part left in __data_len by the final completion */
+	size = f->bytes;
 	/* the stamp never changes after allocation; the completion that
 	 * follows this program reads its line for the device's statistics */
 	start = RD(direct, rq, start_time_ns);
@@ -492,7 +495,7 @@ static __always_inline void on_complete(struct request *rq, __u64 key, unsigned 
 	dc_add(&v->device_ns, dlat);
 	dc_add(&v->qlat_hist[dc_hist_slot(qlat, DC_LAT_SLOTS)], 1);
 	dc_add(&v->dlat_hist[dc_hist_slot(dlat, DC_LAT_SLOTS)], 1);
-	dc_add(&v->size_hist[dc_hist_slot(len, DC_SIZE_SLOTS)], 1);
+	dc_add(&v->size_hist[dc_hist_slot(size, DC_SIZE_SLOTS)], 1);
 }
 
 SEC("tp_btf/block_bio_queue")

@@ -47,6 +47,18 @@ p = conf("interval = 0.5;\nmaps = {\n  max_keys = 10;\n};\n")
 rc, out, err = run("--check-config=" + p)
 c.check(rc == 2 and p + ":3:" in err and "maps.max_keys" in err and "out of range" in err,
         "out-of-range value names file, line and key (%r)" % err)
+inc = conf("\n\nbogus_key = 3;\n")
+p = conf('interval = 0.5;\n@include "%s"\n' % inc)
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and inc + ":3:" in err and "bogus_key" in err,
+        "an error in an @include'd file names that file and its line (%r)" % err)
+p = conf('traces = { sampling = { full_cgroups = [""]; }; };\n')
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and "traces.sampling.full_cgroups" in err and "empty" in err,
+        "an empty cgroup path refused (%r)" % err)
+p = conf("maps = { max_keys = 1048577; };\n")
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and "[16, 1048576]" in err, "a range printed to the unit (%r)" % err)
 p = conf("interval = 0.5;\nsinks = { kafka = 1; };\n")
 rc, out, err = run("--config", p, "--check-config")
 c.check(rc == 2 and ":2:" in err and "sinks" in err, "unknown group named with its line (%r)" % err)

@@ -84,6 +84,24 @@ def main():
     time.sleep(1.2)
     c.check(a.proc.poll() is None, "the agent runs on after a refused reload")
     c.check("Reload refused" in a.log(), "the log says why")
+    # 4. half of a reload cannot apply (a new host name, a trace directory
+    # that cannot be made): none of it does, the host included
+    off = "probes = { block = { enable = false; }; };\n"
+    with open(a.conf, "w") as f:
+        f.write((BASE % "/proc/version/traces").replace("0.2", "0.5") + off +
+                'host = "dc-reload-mix";\n')
+    msgs = hup(c, a, "half-applicable")
+    c.check("failed to open the new outputs" in msgs, "STATUS says the outputs could not open")
+    # 5. a trace policy this node cannot build (no such cgroup), beside a new
+    # interval: refused before anything changes
+    with open(a.conf, "w") as f:
+        f.write((BASE % tdir).replace("0.2", "0.3").replace(
+            "one_in_n = 10;", 'one_in_n = 10; full_cgroups = ["/dc-no-such-cgroup-%d"];'
+            % os.getpid()) + off)
+    msgs = hup(c, a, "unbuildable trace policy")
+    c.check("reload refused" in msgs and "no cgroup" in msgs,
+            "STATUS says the reload was refused, and why")
+    time.sleep(1.2)
     c.check(any("WATCHDOG=1" in n for n in a.notifications), "watchdog pings while windows close")
     c.check(any(n.startswith("STATUS=") or "\nSTATUS=" in n and "calls/s" in n
                 for n in a.notifications), "STATUS= keeps the rate and the probes current")
@@ -93,6 +111,8 @@ def main():
     durs = [r["duration_us"] for r in agents]
     c.check(any(abs(d - 500000) < 60000 for d in durs[-3:-1]),
             "windows are 0.5 s after the reload, also after the refused one (%s)" % durs[-4:])
+    c.eq(sorted({r["host"] for r in recs}), [agents[0]["host"]],
+         "no record carries the host of the reload that could not apply")
     blk = [any(p["name"] == "block" for p in r["probes"]) for r in agents]
     c.check(True in blk and blk[-1] is False, "the block layer went off at the reload")
     got = sum(r["ops"].get("pwrite64", {}).get("count", 0) for r in recs

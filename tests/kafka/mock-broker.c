@@ -7,6 +7,10 @@
  * prints "bootstrap <host:port,...>" when ready, then reads commands:
  *   down | up     all brokers stop or resume answering
  *   rtt MS        add MS of latency to every broker
+ *   create TOPIC  create a topic now (one the agent was started without)
+ *   fail-pid ERR  answer the next producer-id request with error ERR (a
+ *                 Kafka error code): 31, CLUSTER_AUTHORIZATION_FAILED, is
+ *                 fatal to an idempotent producer
  *   quit          (or end of input) exit
  * Each command is answered "ok <command>" once it took effect.
  */
@@ -16,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RD_KAFKAP_Metadata 3 /* Kafka API key, not exported by rdkafka_mock.h */
+/* Kafka API keys, not exported by rdkafka_mock.h */
+#define RD_KAFKAP_Metadata	 3
+#define RD_KAFKAP_InitProducerId 22
 
 int main(int argc, char **argv)
 {
@@ -67,6 +73,19 @@ int main(int argc, char **argv)
 		line[strcspn(line, "\n")] = 0;
 		if (!strcmp(line, "quit"))
 			break;
+		if (!strncmp(line, "create ", 7)) {
+			rd_kafka_resp_err_t e =
+			    rd_kafka_mock_topic_create(mc, line + 7, partitions, 1);
+
+			if (e) {
+				fprintf(stderr, "mock-broker: topic %s: %s\n", line + 7,
+					rd_kafka_err2str(e));
+				return 1;
+			}
+		}
+		if (!strncmp(line, "fail-pid ", 9))
+			rd_kafka_mock_push_request_errors(mc, RD_KAFKAP_InitProducerId, 1,
+							  (rd_kafka_resp_err_t)atoi(line + 9));
 		for (int b = 1; b <= brokers; b++) {
 			if (!strcmp(line, "down"))
 				rd_kafka_mock_broker_set_down(mc, b);

@@ -499,13 +499,96 @@ def scenario_stacks(agent_bin, wl_bin, mock_bin):
     c.done()
 
 
+# librdkafka learns of a topic created later at its next metadata refresh
+# (5 minutes by default) and calls one it cannot find missing after 30 s:
+# both shortened, so that the scenario below takes seconds
+FAST_METADATA = ('properties = [ "topic.metadata.refresh.interval.ms=1000",'
+                 ' "topic.metadata.propagation.max.ms=500" ]; start_timeout = 1.0;')
+
+
+def scenario_late_topic(agent_bin, wl_bin, mock_bin):
+    """A topic created after the agent started (the brokers silent at its start,
+    so it could not refuse to run): the records for it wait in the spool, and
+    what follows them, in order; once it exists every window arrives."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin, topics=["datacrumbs.features"])
+    spool = os.path.join(tmp, "spool")
+    b.cmd("down")
+    a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2, extra=FAST_METADATA))
+    b.cmd("up")
+    time.sleep(5)
+    held = len([f for f in os.listdir(spool) if f.endswith(".seg")])
+    c.check(held >= 15, "without the agent topic the windows stay in the spool (%d segments "
+            "after 5 s of 0.2 s windows)" % held)
+    b.cmd("create datacrumbs.agent")
+    c.check(wait_spool_empty(spool, 90), "spool drained once the topic exists")
+    c.eq(a.stop(), 0, "agent exits 0")
+    agents = consume(b.bootstrap, "datacrumbs.agent")
+    runs = windows_by_run(agents)
+    c.eq(len(runs), 1, "one run")
+    if runs:
+        run = list(runs)[0]
+        check_run(c, runs, run, "agent records")
+        n = max(runs[run]) + 1
+        c.check(n >= 25, "%d windows arrived, the first ones too" % n)
+        last = max((m["rec"] for m in agents), key=lambda r: r["window"])
+        k = last["sinks"]["kafka"]
+        c.check(k["produce_errors"] + k["delivery_errors"] > 0 and k["refused_records"] == 0
+                and k["unrouted_records"] == 0,
+                "refusals counted as produce or delivery errors, none dropped (%d, %d, %d, %d)"
+                % (k["produce_errors"], k["delivery_errors"], k["refused_records"],
+                   k["unrouted_records"]))
+        c.eq(last["losses"]["sink_dropped_records"], 0, "no record given up on")
+    features = consume(b.bootstrap, "datacrumbs.features")
+    check_dups(c, agents + features, "late topic")
+    with open(a.stderr_path) as f:
+        log = f.read()
+    c.check("keeping it and what follows in the spool" in log or "producing it again" in log,
+            "the log says the records are kept")
+    b.close()
+    c.done()
+
+
+def scenario_fatal(agent_bin, wl_bin, mock_bin):
+    """A fatal error of the idempotent producer (the broker refuses it a producer
+    id: CLUSTER_AUTHORIZATION_FAILED): the producer is recreated and every window
+    arrives, in order; none is dropped."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    b.cmd("fail-pid 31")
+    a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2))
+    time.sleep(4)
+    c.check(wait_spool_empty(spool, 60), "spool drained after the producer was recreated")
+    c.eq(a.stop(), 0, "agent exits 0")
+    agents = consume(b.bootstrap, "datacrumbs.agent")
+    runs = windows_by_run(agents)
+    c.eq(len(runs), 1, "one run")
+    if runs:
+        run = list(runs)[0]
+        check_run(c, runs, run, "agent records")
+        c.check(max(runs[run]) + 1 >= 15, "windows of the whole run arrived")
+        last = max((m["rec"] for m in agents), key=lambda r: r["window"])
+        c.check(last["sinks"]["kafka"]["producer_restarts"] >= 1,
+                "the agent record counts the restart (%d)"
+                % last["sinks"]["kafka"]["producer_restarts"])
+    with open(a.stderr_path) as f:
+        log = f.read()
+    c.check("recreating the producer" in log, "the log says the producer was recreated")
+    b.close()
+    c.done()
+
+
 def main():
     scenario, agent_bin, wl_bin, mock_bin = sys.argv[1:5]
     require_root()
     {"deliver": scenario_deliver, "outage": scenario_outage, "kill9": scenario_kill9,
      "corrupt": scenario_corrupt, "config": scenario_config, "spool-full": scenario_spool_full,
      "traces": scenario_traces, "traces-settings": scenario_traces_settings,
-     "secrets": scenario_secrets, "stacks": scenario_stacks}[scenario](agent_bin, wl_bin, mock_bin)
+     "secrets": scenario_secrets, "stacks": scenario_stacks, "late-topic": scenario_late_topic,
+     "fatal": scenario_fatal}[scenario](agent_bin, wl_bin, mock_bin)
 
 
 if __name__ == "__main__":

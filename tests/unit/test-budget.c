@@ -89,6 +89,17 @@ int main(void)
 	LEVEL(run(b, 100, 0.5), DC_BUDGET_FULL, "cpu = 0 disables the budget");
 	CHECK_STR(budget_level_name(DC_BUDGET_LIBRARIES_OFF), "libraries_off", "level names");
 	CHECK_STR(budget_level_name(DC_BUDGET_STACKS_OFF), "stacks_off", "level names");
+	/* windows longer than the period: judged on their own span's allowance */
+	p.cpu = 0.01;
+	budget_init(b, &p);
+	for (int i = 0; i < 5; i++)
+		l = budget_window(b, 15 * S, (uint64_t)(0.008 * 15 * S));
+	CHECK_U64(l, DC_BUDGET_FULL, "15 s windows at 0.8% of a 1% budget (10 s period): no step");
+	l = budget_window(b, 15 * S, (uint64_t)(0.011 * 15 * S));
+	CHECK_U64(l, DC_BUDGET_TRACES_REDUCED, "one at 1.1%: over, a step");
+	for (int i = 0; i < 8; i++)
+		l = budget_window(b, 15 * S, (uint64_t)(0.004 * 15 * S));
+	CHECK_U64(l, DC_BUDGET_FULL, "then at 0.4%: back, and it stays");
 	free(b);
 	return tap_done();
 }
