@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <limits.h>
+#include <ctype.h>
 #include <libconfig.h>
 #include <math.h>
 #include <stdarg.h>
@@ -706,6 +708,93 @@ static int load(struct dc_config *c, config_t *cf, int ok, const char *file, cha
 	return 0;
 }
 
+/*
+ * libconfig 1.5 (Debian 12) reads an integer without the L suffix into 32
+ * bits and keeps the low ones without a word: maps.max_keys = 4294975488
+ * becomes 8192, in range, and a uid list can name another user. Before it
+ * parses, the file's integers are read here (outside strings and comments,
+ * @include'd files too) and one that does not fit is an error naming it.
+ */
+static int check_int_literals(const char *path, int depth, char *err, size_t errlen)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int line = 1;
+	FILE *f;
+
+	if (depth > 10)
+		return 0; /* libconfig reports the include loop */
+	f = fopen(path, "re");
+	if (!f)
+		return 0; /* libconfig reports it */
+	if (getdelim(&text, &len, '\0', f) < 0) {
+		fclose(f);
+		return 0;
+	}
+	fclose(f);
+	for (const char *p = text; *p; p++) {
+		if (*p == '\n') {
+			line++;
+		} else if (*p == '"') {
+			for (p++; *p && *p != '"'; p++)
+				if (*p == '\\' && p[1])
+					p++;
+				else if (*p == '\n')
+					line++;
+			if (!*p)
+				break;
+		} else if (*p == '#' || (*p == '/' && p[1] == '/')) {
+			while (p[1] && p[1] != '\n')
+				p++;
+		} else if (*p == '/' && p[1] == '*') {
+			for (p += 2; *p && !(*p == '*' && p[1] == '/'); p++)
+				line += *p == '\n';
+			if (!*p)
+				break;
+			p++;
+		} else if (!strncmp(p, "@include", 8)) {
+			const char *q = strchr(p, '"'), *e = q ? strchr(q + 1, '"') : NULL;
+			char inc[PATH_MAX];
+			int r;
+
+			if (q && e && (size_t)(e - q - 1) < sizeof(inc)) {
+				snprintf(inc, sizeof(inc), "%.*s", (int)(e - q - 1), q + 1);
+				r = check_int_literals(inc, depth + 1, err, errlen);
+				if (r < 0)
+					return r;
+				p = e;
+			}
+		} else if (isdigit((unsigned char)*p) &&
+			   (p == text ||
+			    !(isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '.'))) {
+			const char *start = p - (p > text && p[-1] == '-');
+			bool hex = p[0] == '0' && (p[1] == 'x' || p[1] == 'X');
+			unsigned long long v;
+			char *end;
+
+			errno = 0;
+			v = strtoull(p, &end, hex ? 16 : 10);
+			if (*end == '.' || *end == 'e' || *end == 'E') {
+				/* a float: skip its fraction and exponent */
+				p = end;
+				while (isalnum((unsigned char)p[1]) || p[1] == '.' || p[1] == '+' ||
+				       p[1] == '-')
+					p++;
+				continue;
+			}
+			if (*end != 'L' &&
+			    (errno == ERANGE || v > (start < p ? 2147483648ULL : 2147483647ULL)))
+				return fail(err, errlen,
+					    "%s:%d: %.*s does not fit the config parser's 32-bit "
+					    "integers: write it with an L suffix (%.*sL)",
+					    path, line, (int)(end - start), start,
+					    (int)(end - start), start);
+			p = end - 1;
+		}
+	}
+	return 0;
+}
+
 int config_load(struct dc_config *c, const char *path, char *err, size_t errlen)
 {
 	config_t cf;
@@ -716,6 +805,11 @@ int config_load(struct dc_config *c, const char *path, char *err, size_t errlen)
 	if (!f) {
 		r = -errno;
 		fail(err, errlen, "%s: cannot open: %s", path, strerror(-r));
+		return r;
+	}
+	r = check_int_literals(path, 0, err, errlen);
+	if (r < 0) {
+		fclose(f);
 		return r;
 	}
 	config_init(&cf);

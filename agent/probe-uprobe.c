@@ -71,9 +71,12 @@ static void unlink_all(struct probe_uprobe *p)
 		/* releasing a perf-event uprobe waits out grace periods under the
 		 * kernel's event_mutex, about 120 ms a link here (closing from
 		 * 8 threads measured no faster: docs/benchmarks.md); keep systemd's
-		 * stop timeout ahead of a long release */
-		if (i % 128 == 0)
-			sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
+		 * stop timeout ahead of a long release, and its watchdog fed while
+		 * links keep going: a budget step or a reload detaching a thousand
+		 * functions on the event loop takes two minutes, four watchdog
+		 * periods, and is no hang (one that never returns stops the pings) */
+		if (i % 32 == 0)
+			sd_notify(0, "WATCHDOG=1\nEXTEND_TIMEOUT_USEC=30000000");
 		bpf_link__destroy(p->links[i]);
 	}
 	p->n_links = 0;

@@ -56,6 +56,15 @@ p = conf('traces = { sampling = { full_cgroups = [""]; }; };\n')
 rc, out, err = run("--check-config=" + p)
 c.check(rc == 2 and "traces.sampling.full_cgroups" in err and "empty" in err,
         "an empty cgroup path refused (%r)" % err)
+inc = conf("# 99999999999 in a comment\nfilter = { include_uids = [1000, 4294968296]; };\n")
+p = conf('interval = 1e0;\n@include "%s"\n' % inc)
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and inc + ":2:" in err and "4294968296" in err and "L suffix" in err,
+        "an integer libconfig would wrap (to uid 1000) refused, in an @include'd file too (%r)"
+        % err)
+p = conf("maps = { max_keys = 4294975488L; };\n")
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and "out of range" in err, "with the L suffix, it is range-checked (%r)" % err)
 p = conf("maps = { max_keys = 1048577; };\n")
 rc, out, err = run("--check-config=" + p)
 c.check(rc == 2 and "[16, 1048576]" in err, "a range printed to the unit (%r)" % err)
