@@ -47,6 +47,13 @@ static int fail(char *err, size_t errlen, const char *msg, const char *arg)
 	return -EINVAL;
 }
 
+/* -c A with --check-config=B: which one was meant is not ours to guess */
+static int two_files(char *err, size_t errlen, const char *a, const char *b)
+{
+	snprintf(err, errlen, "two configuration files given: '%s' and '%s'", a, b);
+	return -EINVAL;
+}
+
 int args_parse(int argc, char **argv, struct dc_args *a, char *err, size_t errlen)
 {
 	int c;
@@ -59,6 +66,8 @@ int args_parse(int argc, char **argv, struct dc_args *a, char *err, size_t errle
 
 		switch (c) {
 		case 'c':
+			if (a->config && strcmp(a->config, optarg))
+				return two_files(err, errlen, a->config, optarg);
 			a->config = optarg;
 			break;
 		case 'i':
@@ -89,6 +98,8 @@ int args_parse(int argc, char **argv, struct dc_args *a, char *err, size_t errle
 			break;
 		case OPT_CHECK_CONFIG:
 			a->action = DC_ACTION_CHECK_CONFIG;
+			if (optarg && a->config && strcmp(a->config, optarg))
+				return two_files(err, errlen, a->config, optarg);
 			if (optarg)
 				a->config = optarg;
 			break;

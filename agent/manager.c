@@ -340,8 +340,15 @@ static void proc_from_procfs(uint32_t tgid, struct dc_proc_info *proc)
 	snprintf(path, sizeof(path), "/proc/%u/exe", tgid);
 	n = readlink(path, buf, sizeof(buf) - 1);
 	if (n > 0) {
+		static const char deleted[] = " (deleted)";
+		size_t l = (size_t)n;
+
 		buf[n] = 0;
-		snprintf(proc->exe, sizeof(proc->exe), "%.64s",
+		/* a replaced binary's link says so: the name is the file's */
+		if (l > sizeof(deleted) - 1 && !strcmp(buf + l - (sizeof(deleted) - 1), deleted))
+			buf[l - (sizeof(deleted) - 1)] = 0;
+		/* as long as the kernel's copy at most (DC_EXE_LEN - 1 bytes) */
+		snprintf(proc->exe, DC_EXE_LEN, "%.*s", DC_EXE_LEN - 1,
 			 strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf);
 	}
 	snprintf(path, sizeof(path), "/proc/%u/status", tgid);

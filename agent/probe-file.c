@@ -374,6 +374,12 @@ int probe_file_flip_and_drain(struct probe_file *p, uint64_t window, struct dc_f
 		for (int c = 0; c < p->ncpus; c++)
 			file_sum_add_val(&cur, &vals[c]);
 	file_sum_delta(&res->overflow, &cur, &p->overflow_prev);
+	/* the size buckets are 32-bit per-CPU counters, which wrap: each
+	 * bucket's delta is folded modulo 2^32 (the overflow is never reset) */
+	for (unsigned i = 0; i < DC_DARSHAN_BUCKETS; i++) {
+		res->overflow.read_size[i] &= 0xFFFFFFFFu;
+		res->overflow.write_size[i] &= 0xFFFFFFFFu;
+	}
 	p->overflow_prev = cur;
 	percpu_counters_delta(p->counters, DC_FILE_CNT_MAX, p->ncpus, p->counters_prev,
 			      res->counters);

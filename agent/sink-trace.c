@@ -154,10 +154,18 @@ static int trace_write(struct dc_sink *s, enum dc_rec_type type, const struct dc
 		if (r < 0)
 			goto fail;
 	}
-	n = write(t->fd, data, len);
+	do
+		n = write(t->fd, data, len);
+	while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)len) {
 		r = n < 0 ? -errno : -ENOSPC;
-		/* a torn frame would spoil the file's stream: start a new file */
+		/* a torn frame would spoil the file's stream (zstd -d stops at
+		 * it): cut it off, else count what stays against the bound;
+		 * then a new file */
+		if (n > 0 && ftruncate(t->fd, (off_t)t->files[t->n - 1].bytes) < 0) {
+			t->files[t->n - 1].bytes += (uint64_t)n;
+			t->total += (uint64_t)n;
+		}
 		close_current(t);
 		goto fail;
 	}
