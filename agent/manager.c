@@ -77,6 +77,9 @@ struct manager {
 	struct cgroup_cache *cgroups;
 	struct dc_filter *filter; /* filter.*, resolved at start; each probe loads its own copy */
 	struct dc_sink *sinks[2]; /* file, kafka: each optional */
+	/* records a failing output file still held at a reload, for the next */
+	struct dc_buf carry;
+	uint64_t carry_records;
 	size_t n_sinks;
 	struct dc_sink *kafka;	     /* borrowed from sinks[]: it takes trace batches too */
 	struct dc_sink *trace_files; /* NULL when traces.output.dir is "" */
@@ -166,6 +169,7 @@ struct manager *manager_free(struct manager *m)
 	for (size_t i = 0; i < m->n_sinks; i++)
 		m->sinks[i] = sink_free(m->sinks[i]);
 	m->trace_files = sink_free(m->trace_files);
+	buf_free(&m->carry);
 	sd_event_source_unref(m->traces_io);
 	sd_event_source_unref(m->traces_timer);
 	sd_event_source_disable_unref(m->stats_timer);
@@ -1413,6 +1417,16 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		 ch & CH_INTERVAL ? "interval " : "", ch & CH_TRACE_POLICY ? "trace sampling " : "",
 		 ch & CH_BUDGET ? "budget " : "", ch & CH_LOG ? "log level" : "");
 done:
+	/* every SIGHUP opens the output file again, reopened sinks or not:
+	 * logrotate's postrotate (packaging/datacrumbs.logrotate) moves it */
+	for (size_t i = 0; i < m->n_sinks; i++) {
+		r = sink_file_reopen(m->sinks[i]);
+		if (r < 0)
+			log_error_errno(r,
+					"Cannot reopen the output %s: %m; writing on to the "
+					"file already open",
+					m->cfg.output);
+	}
 	/* like a change of budget level, a reload's one-off CPU (reattaching
 	 * probes parses the kernel's BTF) is not what the running level costs */
 	selfstat_read(&after);
@@ -1851,9 +1865,12 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 
 static void sinks_stop(struct manager *m)
 {
-	/* Kafka's final flush happens here, after the last window was handed over */
-	for (size_t i = 0; i < m->n_sinks; i++)
+	/* Kafka's final flush happens here, after the last window was handed
+	 * over; what a full disk left in the file sink moves to the next one */
+	for (size_t i = 0; i < m->n_sinks; i++) {
+		m->carry_records += sink_file_take_pending(m->sinks[i], &m->carry);
 		m->sinks[i] = sink_free(m->sinks[i]);
+	}
 	m->n_sinks = 0;
 	m->kafka = NULL;
 	/* new sinks count from zero: so do the deltas of the losses summary */
@@ -1869,7 +1886,22 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 		r = sink_file_new(cfg->output, SINK_MAX_PENDING, &m->sinks[m->n_sinks]);
 		if (r < 0)
 			return log_error_errno(r, "Cannot open the output %s: %m", cfg->output);
+		if (m->carry.len) {
+			log_notice("%" PRIu64 " records the previous output could not write go "
+				   "to %s first",
+				   m->carry_records, cfg->output);
+			sink_file_put_pending(m->sinks[m->n_sinks], &m->carry, m->carry_records);
+			buf_free(&m->carry);
+			m->carry_records = 0;
+		}
 		m->n_sinks++;
+	}
+	if (m->carry.len) {
+		log_error("%" PRIu64 " records the previous output could not write have no "
+			  "output file to go to: they are lost",
+			  m->carry_records);
+		buf_free(&m->carry);
+		m->carry_records = 0;
 	}
 	if (cfg->kafka_brokers[0]) {
 		char err[1024];

@@ -487,6 +487,7 @@ static const char *const counter_names[DC_CNT_MAX] = {
     [DC_CNT_STASH_FAIL] = "entry_stash_full",
     [DC_CNT_NO_ENTRY] = "exit_without_entry",
     [DC_CNT_PROC_FAIL] = "proc_map_full",
+    [DC_CNT_NOT_RESTARTED] = "interrupted_not_restarted",
 };
 
 static void fn_drops(struct dc_json *j, const char *family, const uint64_t *c)

@@ -129,6 +129,52 @@ static void file_free(struct dc_sink *s)
 	free(f);
 }
 
+static const struct dc_sink_ops file_ops;
+
+int sink_file_reopen(struct dc_sink *s)
+{
+	struct sink_file *f = (struct sink_file *)s;
+	int fd;
+
+	if (s->ops != &file_ops || !f->owned)
+		return 0;
+	fd = open(f->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno; /* the old file stays in use */
+	close(f->fd);
+	f->fd = fd;
+	return 0;
+}
+
+uint64_t sink_file_take_pending(struct dc_sink *s, struct dc_buf *out)
+{
+	struct sink_file *f = (struct sink_file *)s;
+	uint64_t n;
+
+	if (s->ops != &file_ops || !f->buf.len)
+		return 0;
+	buf_put(out, f->buf.data, f->buf.len);
+	if (out->err)
+		return 0; /* they stay: file_free says what is lost */
+	n = f->buf_records;
+	buf_reset(&f->buf);
+	f->buf_records = 0;
+	s->stats.pending_bytes = 0;
+	return n;
+}
+
+void sink_file_put_pending(struct dc_sink *s, struct dc_buf *in, uint64_t records)
+{
+	struct sink_file *f = (struct sink_file *)s;
+
+	/* a new sink holds nothing yet: these go first, in their order */
+	buf_put(&f->buf, in->data, in->len);
+	if (f->buf.err)
+		return;
+	f->buf_records += records;
+	s->stats.pending_bytes = f->buf.len;
+}
+
 static const struct dc_sink_ops file_ops = {
     .name = "file",
     .write = file_write,

@@ -853,13 +853,24 @@ static int check_topics(struct sink_kafka *k, int timeout_ms, char *err, size_t 
 				    rd_kafka_err2str(e));
 			return 0;
 		}
-		if (md->topic_cnt == 1 && md->topics[0].err) {
+		e = md->topic_cnt == 1 ? md->topics[0].err : RD_KAFKA_RESP_ERR_NO_ERROR;
+		if (e == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART ||
+		    e == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED) {
+			/* a name the brokers do not know, or may not be written:
+			 * the operator's to fix, said now rather than spooled */
 			snprintf(err, errlen,
 				 "Kafka topic '%s': %s (the agent does not create topics)",
-				 k->topic_name[i], rd_kafka_err2str(md->topics[0].err));
+				 k->topic_name[i], rd_kafka_err2str(e));
 			rd_kafka_metadata_destroy(md);
 			return -ENOENT;
 		}
+		if (e)
+			/* a topic being created, a leader being elected (brokers
+			 * restarting while a fleet upgrades): records spool until it
+			 * settles; stopping would leave the node unmonitored */
+			log_warning("Kafka topic '%s': %s at start; records are spooled until it "
+				    "answers",
+				    k->topic_name[i], rd_kafka_err2str(e));
 		rd_kafka_metadata_destroy(md);
 	}
 	return 0;

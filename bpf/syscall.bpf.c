@@ -245,7 +245,8 @@ static __always_inline __u32 size_src(__u32 op)
  * tgid anyway: one helper call fewer on every entry. The caller fills the
  * file part, then stamps the time (stash_stamp) last, so the latency is the
  * call's, not the probe's. */
-static __always_inline struct dc_stash *stash_open(struct task_struct *task, __u32 op, __u64 size)
+static __always_inline struct dc_stash *stash_open(struct task_struct *task, __u32 op, __u64 size,
+						   bool *resumed)
 {
 	struct dc_stash *st;
 
@@ -253,6 +254,17 @@ static __always_inline struct dc_stash *stash_open(struct task_struct *task, __u
 	if (!st) {
 		count(DC_CNT_STASH_FAIL);
 		return NULL;
+	}
+	/* the restart of a call a signal interrupted: one call, timed from
+	 * its first entry; another call instead means the interrupted one
+	 * returned EINTR, seen by nobody here */
+	*resumed = false;
+	if (st->restarting) {
+		st->restarting = 0;
+		if (st->op == op && st->ts)
+			*resumed = true;
+		else
+			count(DC_CNT_NOT_RESTARTED);
 	}
 	st->op = op;
 	st->size = size;
@@ -276,6 +288,7 @@ static __always_inline void stash_filtered(struct task_struct *task, __u32 op)
 	st->op = op;
 	st->ts = 0;
 	st->filtered = 1;
+	st->restarting = 0;
 }
 
 static __always_inline void stash_stamp(struct dc_stash *st)
@@ -363,6 +376,15 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 		return;
 	case STASH_NONE:
 		count(DC_CNT_NO_ENTRY);
+		return;
+	}
+	/* ERESTARTSYS, ERESTARTNOINTR, ERESTARTNOHAND: the exit fires before
+	 * the signal is handled, and the kernel runs the call again after it
+	 * (no handler, or SA_RESTART; a stop and continue, a cgroup freeze).
+	 * Counted then, once, not here as a call and an error. */
+	if (ret <= -512 && ret >= -514 && hs) {
+		hs->ts = ts;
+		hs->restarting = 1;
 		return;
 	}
 	lat = bpf_ktime_get_ns() - ts;
@@ -458,26 +480,28 @@ static __always_inline __u64 regs_size_arg(struct pt_regs *regs, __u32 src)
 
 /* sys_enter on tp_btf and raw_tp: the same program but for how the
  * arguments are read (plain loads of the BTF-typed regs, or CO-RE reads) */
-#define DC_ENTER_PROG(sec, name, ARG, DIRECT)                                 \
-	SEC(sec)                                                              \
-	int BPF_PROG(name, struct pt_regs *regs, long nr)                     \
-	{                                                                     \
-		struct task_struct *task = bpf_get_current_task_btf();        \
-		__u32 op = lookup_op(nr);                                     \
-		struct dc_stash *st;                                          \
-                                                                              \
-		if (!op)                                                      \
-			return 0;                                             \
-		if (dc_filtered(task)) {                                      \
-			stash_filtered(task, op);                             \
-			return 0;                                             \
-		}                                                             \
-		st = stash_open(task, op, regs_size_arg(regs, size_src(op))); \
-		if (!st)                                                      \
-			return 0;                                             \
-		FILE_ENTER(st, task, nr, ARG, DIRECT);                        \
-		stash_stamp(st);                                              \
-		return 0;                                                     \
+#define DC_ENTER_PROG(sec, name, ARG, DIRECT)                                           \
+	SEC(sec)                                                                        \
+	int BPF_PROG(name, struct pt_regs *regs, long nr)                               \
+	{                                                                               \
+		struct task_struct *task = bpf_get_current_task_btf();                  \
+		__u32 op = lookup_op(nr);                                               \
+		struct dc_stash *st;                                                    \
+		bool resumed;                                                           \
+                                                                                        \
+		if (!op)                                                                \
+			return 0;                                                       \
+		if (dc_filtered(task)) {                                                \
+			stash_filtered(task, op);                                       \
+			return 0;                                                       \
+		}                                                                       \
+		st = stash_open(task, op, regs_size_arg(regs, size_src(op)), &resumed); \
+		if (!st)                                                                \
+			return 0;                                                       \
+		FILE_ENTER(st, task, nr, ARG, DIRECT);                                  \
+		if (!resumed)                                                           \
+			stash_stamp(st);                                                \
+		return 0;                                                               \
 	}
 
 DC_ENTER_PROG("tp_btf/sys_enter", dc_enter_btf, BTF_ARG, false)
@@ -515,6 +539,7 @@ int dc_enter_tp(struct trace_event_raw_sys_enter *ctx)
 	__u64 a0 = ctx->args[0], a1 = ctx->args[1], a2 = ctx->args[2], a3 = ctx->args[3];
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct dc_stash *st;
+	bool resumed;
 
 	if (!op)
 		return 0;
@@ -527,7 +552,8 @@ int dc_enter_tp(struct trace_event_raw_sys_enter *ctx)
 			src == DC_SZ_ARG1   ? a1
 			: src == DC_SZ_ARG2 ? a2
 			: src == DC_SZ_ARG3 ? a3
-					    : 0);
+					    : 0,
+			&resumed);
 	if (!st)
 		return 0;
 	if (files_on) {
@@ -536,7 +562,8 @@ int dc_enter_tp(struct trace_event_raw_sys_enter *ctx)
 		else
 			st->f.kind = DC_FK_NONE;
 	}
-	stash_stamp(st);
+	if (!resumed)
+		stash_stamp(st);
 	return 0;
 }
 

@@ -80,7 +80,7 @@ struct dc_stash {
 	__s32 kstack;		/* stacks: kernel stack id at the first switch-out, or a mark */
 	__u32 kseq;		/* stacks: generation kstack was captured in */
 	__u32 stk_flags;	/* stacks: DC_STK_MARK (kept at exit), DC_STK_WATCH (capture) */
-	__u32 pad2;
+	__u32 restarting; /* the call in flight returned a restart code: kept for its restart */
 	/* where this thread's (cgroup, process, op) keys live in the agg slot
 	 * map, by op modulo DC_STASH_HINTS: the exit of a call whose hint holds
 	 * skips the index lookup. All hints are for the cgroup hint_cg. */
@@ -114,7 +114,10 @@ enum dc_syscall_counter {
 	DC_CNT_NO_ENTRY = 2,   /* exit seen without its entry (attached mid-call): not counted */
 	DC_CNT_PROC_FAIL = 3,  /* could not record the process comm: record says "?" */
 	DC_CNT_FILTERED = 4,   /* calls of processes left out by filter.*: not a loss */
-	DC_CNT_MAX = 5,
+	/* a call a signal interrupted with a restart code whose thread then
+	 * made another call instead (EINTR reached it): not counted */
+	DC_CNT_NOT_RESTARTED = 5,
+	DC_CNT_MAX = 6,
 };
 
 #endif

@@ -57,7 +57,8 @@ def require_root():
 
 
 class Agent:
-    def __init__(self, binary, config_text="", args=(), stdout_file=None, env=None):
+    def __init__(self, binary, config_text="", args=(), stdout_file=None, env=None,
+                 cli_output=True):
         self.tmp = tempfile.mkdtemp(prefix="dc-test-")
         self.out = os.path.join(self.tmp, "records.jsonl")
         self.conf = os.path.join(self.tmp, "datacrumbs.conf")
@@ -79,7 +80,8 @@ class Agent:
         if env:
             e.update(env)
         cmd = [binary, "--config", self.conf]
-        if "-o" not in args and "--output" not in args:
+        # cli_output=False: the configuration's output.path rules (reloadable)
+        if cli_output and "-o" not in args and "--output" not in args:
             cmd += ["--output", self.out]
         cmd += list(args)
         self.stderr_path = os.path.join(self.tmp, "stderr")

@@ -44,6 +44,32 @@ def hup(c, a, label):
     return msgs
 
 
+def full_disk(c, agent_bin):
+    """Records a full disk kept from the output file (/dev/full: every write
+    ENOSPC) move with a reload to the new output.path, in order, none lost."""
+    a = Agent(agent_bin, 'interval = 0.2;\noutput = { path = "/dev/full"; };\n',
+              cli_output=False)
+    time.sleep(1.5)
+    moved = os.path.join(a.tmp, "moved.jsonl")
+    with open(a.conf, "w") as f:
+        f.write('interval = 0.2;\noutput = { path = "%s"; };\n' % moved)
+    hup(c, a, "output moved off a full disk")
+    time.sleep(0.6)
+    # logrotate's way: the file moved away, then a reload with the same file
+    os.rename(moved, moved + ".1")
+    hup(c, a, "after a rotation")
+    time.sleep(0.6)
+    c.eq(a.stop(), 0, "agent exits 0")
+    old = [r["window"] for r in a.records(moved + ".1") if r["type"] == "agent"]
+    new = [r["window"] for r in a.records(moved) if r["type"] == "agent"] \
+        if os.path.exists(moved) else []
+    c.check(len(old) >= 8 and old == list(range(len(old))),
+            "the new file holds every window from 0, in order (%s)" % old)
+    c.check(len(new) >= 2 and new == list(range(len(old), len(old) + len(new))),
+            "after the rotation the reopened file goes on from the next window (%s)" % new)
+    c.check("could not write go to" in a.log(), "the log says where they went")
+
+
 def main():
     agent_bin, wl_bin = sys.argv[1:3]
     require_root()
@@ -114,6 +140,7 @@ def main():
     c.eq(sorted({r["host"] for r in recs}), [agents[0]["host"]],
          "no record carries the host of the reload that could not apply")
     blk = [any(p["name"] == "block" for p in r["probes"]) for r in agents]
+    full_disk(c, agent_bin)
     c.check(True in blk and blk[-1] is False, "the block layer went off at the reload")
     got = sum(r["ops"].get("pwrite64", {}).get("count", 0) for r in recs
               if r["type"] == "features" and r["pid"] == pid)

@@ -42,6 +42,7 @@ for line in out("dpkg-deb", "-c", deb).splitlines():
     listing[f[5].rstrip("/")] = f[0]
 for path in ["./usr/sbin/datacrumbs", "./usr/bin/datacrumbs-trace", "./usr/bin/datacrumbs-flame",
              "./lib/systemd/system/datacrumbs.service", "./etc/datacrumbs.conf",
+             "./etc/logrotate.d/datacrumbs",
              "./usr/share/man/man8/datacrumbs.8.gz", "./usr/share/man/man5/datacrumbs.conf.5.gz",
              "./usr/share/man/man1/datacrumbs-trace.1.gz", "./usr/share/man/man1/datacrumbs-flame.1.gz", "./usr/share/doc/datacrumbs/copyright"]:
     c.check(path in listing, "ships %s" % path)
@@ -50,7 +51,8 @@ c.eq(listing.get("./usr/sbin/datacrumbs"), "-rwxr-xr-x", "agent mode")
 stray = [p for p in listing if re.search(r"/(tests?|bench|fuzz)/|\.a$|\.h$", p)]
 c.check(not stray, "no test, bench or development files (%s)" % stray)
 
-c.eq(out("dpkg-deb", "-I", deb, "conffiles").split(), ["/etc/datacrumbs.conf"], "conffiles")
+c.eq(sorted(out("dpkg-deb", "-I", deb, "conffiles").split()),
+     ["/etc/datacrumbs.conf", "/etc/logrotate.d/datacrumbs"], "conffiles")
 depends = out("dpkg-deb", "-f", deb, "Depends")
 for lib in ("libbpf1", "librdkafka1", "libconfig9", "libsystemd0", "libzstd1", "libelf1"):
     c.check(lib in depends, "depends on %s (%s)" % (lib, depends.strip()))

@@ -83,7 +83,10 @@ for line in open(unit):
     m = re.match(r"^Exec\w+=\S*/datacrumbs(\s.*)?$", line.strip())
     if m:
         used += re.findall(r"(--[a-z][a-z-]+)", m.group(1) or "")
-c.check(len(used) >= 3, "the unit runs the agent with options (%s)" % used)
+# ExecStart's --config and ExecReload's --check-config (no ExecStartPre: the
+# agent's own exit 2 is what RestartPreventExitStatus honours)
+c.check({"--config", "--check-config"} <= set(used),
+        "the unit runs the agent with --config and checks at reload (%s)" % used)
 unknown = sorted(set(used) - set(options))
 c.check(not unknown, "the unit uses only options the agent has (unknown: %s)" % unknown)
 

@@ -44,6 +44,8 @@ for path in ["/usr/sbin/datacrumbs", "/usr/bin/datacrumbs-trace", "/usr/bin/data
 flags = dict(reversed(l.split(" ", 1)) for l in
              q("--qf", "[%{FILEFLAGS:fflags} %{FILENAMES}\n]").splitlines() if " " in l)
 c.eq(flags.get("/etc/datacrumbs.conf"), "cn", "/etc/datacrumbs.conf is %config(noreplace)")
+c.eq(flags.get("/etc/logrotate.d/datacrumbs"), "cn",
+     "/etc/logrotate.d/datacrumbs is %config(noreplace)")
 modes = dict(reversed(l.split(" ", 1)) for l in
              q("--qf", "[%{FILEMODES:perms} %{FILENAMES}\n]").splitlines())
 c.eq(modes.get("/var/lib/datacrumbs"), "drwx------", "state directory, root's alone")
