@@ -637,8 +637,10 @@ static void traces_publish(struct manager *m, const struct dc_window *w)
 	m->tstat.zstd_bytes += st.zstd_bytes;
 	m->tstat.unknown += st.unknown;
 	if (r < 0) {
-		log_warning_errno(r, "Cannot compress the trace batch of window %llu: %m",
-				  (unsigned long long)w->seq);
+		log_warning_errno(r,
+				  "Cannot compress the trace batch of window %llu: %m; its %llu "
+				  "events are lost",
+				  (unsigned long long)w->seq, (unsigned long long)st.events);
 		return;
 	}
 	if (!m->tbatch.len)

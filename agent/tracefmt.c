@@ -303,11 +303,18 @@ int trace_batch_seal(struct trace_batch *b, int level, struct dc_buf *out, size_
 
 	*raw_len = raw;
 	buf_reset(out);
-	if (b->meta.err || b->events.err || buf_grow(out, bound) < 0)
-		return -ENOMEM;
+	/* whatever fails, the batch is emptied below: a buffer's error is
+	 * latched until its reset, and a batch kept would fail every seal
+	 * after, and count its events again in each */
+	if (b->meta.err || b->events.err || buf_grow(out, bound) < 0) {
+		r = -ENOMEM;
+		goto reset;
+	}
 	cc = ZSTD_createCCtx();
-	if (!cc)
-		return -ENOMEM;
+	if (!cc) {
+		r = -ENOMEM;
+		goto reset;
+	}
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
 	ZSTD_CCtx_setPledgedSrcSize(cc, raw);
@@ -324,6 +331,7 @@ int trace_batch_seal(struct trace_batch *b, int level, struct dc_buf *out, size_
 	else
 		out->len = zo.pos;
 	ZSTD_freeCCtx(cc);
+reset:
 	/* a burst's buffers go back to the system, not into the agent's RSS
 	 * for the rest of its life */
 	if (b->events.cap > BATCH_KEEP_BYTES)

@@ -385,6 +385,9 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 	if (ret <= -512 && ret >= -514 && hs) {
 		hs->ts = ts;
 		hs->restarting = 1;
+		/* its 1-in-N position is the completed call's, not this exit's */
+		if (traces_on)
+			hs->tr_seen--;
 		return;
 	}
 	lat = bpf_ktime_get_ns() - ts;

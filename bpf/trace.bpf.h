@@ -23,16 +23,27 @@ struct {
 	__type(value, __u64);
 } trace_node_tat SEC(".maps");
 
+/* A cgroup's bucket, and the candidates it refused since it let one
+ * through: they are that cgroup's calls, so its next kept event stands
+ * for them (a count shared by the CPU would hand a busy cgroup's refusals
+ * to a quiet one's events, whose own bucket always lets them through). */
+struct trace_cg_bucket {
+	__u64 tat;
+	__u64 refused;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u64); /* cgroup id */
-	__type(value, __u64);
+	__type(value, struct trace_cg_bucket);
 } trace_cg_tat SEC(".maps");
 
-/* Candidates the buckets refused on this CPU since they let one through:
- * the next kept event stands for them too. Also the 1-in-N count where
- * the entry stash is a per-call hash (no per-thread state survives). */
+/* Candidates the node's bucket refused on this CPU since it let one
+ * through: the next kept event stands for them too (the node's bucket
+ * picks whatever comes, so they go to whichever call comes next). Also
+ * the 1-in-N count where the entry stash is a per-call hash (no
+ * per-thread state survives). */
 struct trace_cpu {
 	__u32 refused;
 	__u32 seen;
@@ -68,8 +79,9 @@ static __always_inline enum trace_outcome trace_decide(__u64 now, __u64 lat, __u
 {
 	__u32 zero = 0, n;
 	struct dc_trace_cfg *c = bpf_map_lookup_elem(&trace_cfg, &zero);
+	struct trace_cg_bucket *cg = NULL;
 	struct trace_cpu *pc;
-	__u64 w;
+	__u64 w, refused;
 
 	if (!c || c->mode == DC_TRACE_OFF)
 		return TR_OUT;
@@ -91,16 +103,19 @@ static __always_inline enum trace_outcome trace_decide(__u64 now, __u64 lat, __u
 	if (!pc)
 		return TR_OUT;
 	if (c->cg_gap_ns) {
-		__u64 *tat = bpf_map_lookup_elem(&trace_cg_tat, &cgroup_id);
-
-		if (!tat) {
-			__u64 z = 0;
+		cg = bpf_map_lookup_elem(&trace_cg_tat, &cgroup_id);
+		if (!cg) {
+			struct trace_cg_bucket z = {};
 
 			bpf_map_update_elem(&trace_cg_tat, &cgroup_id, &z, BPF_NOEXIST);
-			tat = bpf_map_lookup_elem(&trace_cg_tat, &cgroup_id);
+			cg = bpf_map_lookup_elem(&trace_cg_tat, &cgroup_id);
 		}
-		if (!tat || !bucket_take(tat, now, c->cg_gap_ns, c->cg_burst_ns)) {
+		if (!cg) {
 			pc->refused++;
+			return TR_OUT;
+		}
+		if (!bucket_take(&cg->tat, now, c->cg_gap_ns, c->cg_burst_ns)) {
+			__sync_fetch_and_add(&cg->refused, 1);
 			return TR_OUT;
 		}
 	}
@@ -112,7 +127,10 @@ static __always_inline enum trace_outcome trace_decide(__u64 now, __u64 lat, __u
 			return TR_OUT;
 		}
 	}
-	w = (__u64)n * (pc->refused + 1);
+	refused = pc->refused;
+	if (cg)
+		refused += __sync_lock_test_and_set(&cg->refused, 0);
+	w = (__u64)n * (refused + 1);
 	if (c->slice_ns && c->period_ns)
 		w = w * c->period_ns / c->slice_ns;
 	pc->refused = 0;

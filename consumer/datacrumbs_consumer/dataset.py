@@ -99,7 +99,9 @@ class Labels:
 def rows_frame(lines, labels=None):
     """Record lines (one partition) -> a pandas frame of combined rows."""
     rows = []
-    for rec in S.parse_lines(lines):
+    # repeats within this partition; a repeat in another partition (a
+    # segment produced again much later) is not seen here (consumer/README.md)
+    for rec in R.unique_records(S.parse_lines(lines)):
         wl = None
         if labels is not None:
             wl = labels.workload(rec)

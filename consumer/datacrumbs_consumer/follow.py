@@ -47,7 +47,7 @@ class Windows:
     def _close(self, k):
         recs, _ = self.open.pop(k, ([], 0))
         rows = []
-        for r in recs:
+        for r in R.unique_records(recs):
             wl = self.labels.workload(r) if self.labels else None
             if self.labels and wl is None:
                 continue
@@ -82,9 +82,22 @@ def tail_lines(path, from_start=False, poll=0.25, stop=lambda: False):
             continue
         try:
             st = os.stat(path)
-            if st.st_ino != ino or st.st_size < f.tell():
+            if st.st_ino != ino and st.st_size == 0:
+                pass  # moved, but the writer has not reopened yet: it still writes here
+            elif st.st_ino != ino:
+                # the writer moved to the new file (the agent reopens at its
+                # SIGHUP, after logrotate's move): what it wrote here before
+                # that comes first, then the new file from its start
+                data = partial + f.read()
                 f.close()
-                f = None  # rotated or truncated: the new file from its start
+                f = None
+                for ln in data.split(b"\n"):
+                    if ln:
+                        yield ln
+                continue
+            elif st.st_size < f.tell():
+                f.close()
+                f = None  # truncated: from its start
                 continue
         except FileNotFoundError:
             pass

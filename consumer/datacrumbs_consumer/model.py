@@ -30,6 +30,7 @@ saw (GroupShuffleSplit by workload), not random rows of workloads it saw.
 """
 import json
 import logging
+import re
 import math
 import os
 import pickle
@@ -44,8 +45,11 @@ log = logging.getLogger("datacrumbs_consumer")
 IMPORTANCE_TARGET = 0.99
 
 
-def feature_frame(df, with_bytes=False):
-    """Rows (sums) -> model features (rates, shares, means). Index kept."""
+def feature_frame(df, with_bytes=False, all_columns=False):
+    """Rows (sums) -> model features (rates, shares, means). Index kept.
+
+    all_columns: keep the columns that do not vary too (prediction: a
+    single window's row has no column that varies)."""
     secs = (df["duration_us"].astype(float) / 1e6).replace(0, np.nan)
     out = {}
     keys = {}
@@ -79,6 +83,8 @@ def feature_frame(df, with_bytes=False):
         for k in ks:
             out[k + ".share"] = cnt[k] / tot
     X = pd.DataFrame(out, index=df.index).fillna(0.0)
+    if all_columns:
+        return X
     # a column that never varies says nothing
     return X.loc[:, X.nunique() > 1]
 
@@ -112,6 +118,14 @@ def important(names, importances, target=IMPORTANCE_TARGET):
     cum = np.cumsum([v for _, v in fi])
     n = int(np.searchsorted(cum, target * cum[-1] - 1e-12) + 1) if len(fi) and cum[-1] > 0 else 0
     return [(f, float(v)) for f, v in fi[:n]]
+
+
+def configuration_of(workload):
+    """The matrix point a generator run measured ("<stamp>-<i>-<point>"):
+    repeats of one point are one group, so that a held-out run never has
+    its twin in training; any other label is its own group."""
+    m = re.match(r"^[0-9a-f]+-\d{3}-(.+)$", str(workload))
+    return m.group(1) if m else str(workload)
 
 
 def split_workloads(groups, test_size, seed):
@@ -200,10 +214,10 @@ def train(df, labels, seed=0, test_size=0.25, trees=200, with_bytes=False, jobs=
     keep = y > 0
     df = df[keep]
     y = y[keep]
-    groups = df["workload"].values
+    groups = np.array([configuration_of(w) for w in df["workload"].values])
     if len(set(groups)) < 4:
-        raise ValueError("need rows of at least 4 workloads to hold some out, have %d"
-                         % len(set(groups)))
+        raise ValueError("need rows of at least 4 workloads (matrix points) to hold some "
+                         "out, have %d" % len(set(groups)))
     X = feature_frame(df, with_bytes)
     if exclude:
         import re
@@ -265,7 +279,9 @@ def load_model(path):
 
 
 def predict(model, df):
-    X = feature_frame(df, model["with_bytes"]).reindex(columns=model["features"], fill_value=0.0)
+    # every column: filtering on variation would zero a window's own features
+    X = feature_frame(df, model["with_bytes"], all_columns=True).reindex(
+        columns=model["features"], fill_value=0.0)
     return np.exp(model["model"].predict(X.values))
 
 

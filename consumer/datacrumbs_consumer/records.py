@@ -131,6 +131,21 @@ def row_of(rec, workload=None):
     return row
 
 
+def unique_records(recs):
+    """The records without their repeats: Kafka delivers at least once, and a
+    copy has the same (host, run, window, type, pid, cgroup_id) as its first
+    (docs/kafka.md, "Detecting duplicates and gaps"). Summed, a repeat would
+    count its process's calls twice."""
+    seen = set()
+    for r in recs:
+        k = (r.get("host"), r.get("run"), r.get("window"), r.get("type"), r.get("pid"),
+             r.get("cgroup_id"), r.get("dev"), r.get("ino"), r.get("fhash"))
+        if k in seen:
+            continue
+        seen.add(k)
+        yield r
+
+
 def combine_rows(rows):
     """Sum rows with the same (host, run, window, workload): one row per key.
 

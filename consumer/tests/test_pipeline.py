@@ -71,14 +71,14 @@ def main():
         a_tmp = a.tmp
         labels = os.path.join(tmp, "labels.jsonl")
         g = cli("generate", "--labels", labels, "--dir", os.path.join(tmp, "data"),
-                "--ops", "read,write", "--modes", "buffered,direct", "--sizes", "4K,1M",
-                "--files", "2", "--threads", "2", "--fsync", "none", "--repeat", "2",
-                "--duration", "1.0", "--file-mib", "4", timeout=120)
+                "--ops", "read,write", "--modes", "buffered,direct", "--sizes", "4K,64K,1M",
+                "--files", "2", "--threads", "1,2", "--fsync", "none", "--repeat", "1",
+                "--duration", "1.0", "--file-mib", "4", timeout=240)
         c.eq(g.returncode, 0, "generate exits 0")
         c.eq(a.stop(), 0, "agent exits 0")
         a = None
         labs = [json.loads(x) for x in open(labels)]
-        c.eq(len(labs), 16, "one label per matrix point and repetition")
+        c.eq(len(labs), 24, "one label per matrix point")
         c.check(all(lb["bandwidth"] > 0 and lb["bytes"] > 0 for lb in labs),
                 "every point moved bytes")
         out = os.path.join(tmp, "out")
@@ -121,13 +121,16 @@ def main():
         c.check(rep["all"]["test_workloads"] >= 3 and rep["all"]["train_workloads"] >= 10,
                 "held-out workloads are whole workloads (%d train, %d test)"
                 % (rep["all"]["train_workloads"], rep["all"]["test_workloads"]))
-        # 16 runs of 8 configurations (each run twice, as separate workloads): the
-        # check is that the features carry signal to workloads the model never
-        # saw, not the accuracy goal over the whole matrix (bench/consumer_bench.sh)
+        # 24 configurations, one run each: the check is that the features carry
+        # signal to configurations the model never saw, not the accuracy goal
+        # over the whole matrix (bench/consumer_bench.sh). (Until 2026-11-26 it
+        # ran 8 configurations twice, and a held-out run's twin was in
+        # training: the scores below were a configuration recognised, not
+        # predicted; grouped by configuration, that matrix scored -1.1.)
         cv, cbase = rep["all"]["cv"], rep["all"]["cv_mean_predictor"]
         print("held-out split: R^2 log %.3f (mean predictor %.3f), MAPE %.3f (%.3f)"
               % (h["r2_log"], base["r2_log"], h["mape"], base["mape"]))
-        # measured over runs of this test: 0.45 to 0.94 against -0.03 to -0.14
+        # measured over three runs of this matrix: 0.37 to 0.57 against -0.03 to -0.06
         c.check(cv["r2_log"] > max(0.25, cbase["r2_log"] + 0.25) and cv["mape"] < cbase["mape"],
                 "the model beats the mean predictor on workloads it never saw (%d-fold by "
                 "workload: R^2 of log bandwidth %.3f vs %.3f; MAPE %.3f vs %.3f)"

@@ -15,6 +15,8 @@ import threading
 import time
 import unittest
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 FIX = os.path.join(HERE, "fixtures")
@@ -202,6 +204,28 @@ class Features(unittest.TestCase):
         Xb = M.feature_frame(df, with_bytes=True)
         self.assertAlmostEqual(Xb.loc[a0, "pwrite64-syscall.bps"], 122880.0)
 
+    def test_predict_from_one_row(self):
+        """follow --model predicts a window at a time: its row's features,
+        not zeros for every column that a single row cannot vary in."""
+        import pandas as pd
+        rows = R.combine_rows(R.row_of(r) for r in fixture_records() if r["type"] == "features")
+        df = pd.DataFrame(rows).fillna(0)
+        full = M.feature_frame(df)
+
+        class Echo:  # the model: the sum of its inputs
+            def predict(self, X):
+                return np.log(1 + np.asarray(X).sum(axis=1))
+        model = {"with_bytes": False, "features": list(full.columns), "model": Echo()}
+        for i in range(len(df)):
+            one = M.predict(model, df.iloc[[i]])
+            want = np.exp(Echo().predict(full.iloc[[i]].values))
+            self.assertAlmostEqual(float(one[0]), float(want[0]))
+
+    def test_repeats_of_a_point_are_one_group(self):
+        self.assertEqual(M.configuration_of("6745d1c2-003-write-4k-seq-2f"), "write-4k-seq-2f")
+        self.assertEqual(M.configuration_of("6745d1c2-011-write-4k-seq-2f"), "write-4k-seq-2f")
+        self.assertEqual(M.configuration_of("unit:a.service"), "unit:a.service")
+
     def test_important_99(self):
         got = M.important(["a", "b", "c", "d"], [0.5, 0.3, 0.195, 0.005])
         self.assertEqual([f for f, _ in got], ["a", "b", "c"])
@@ -302,6 +326,49 @@ class Follow(unittest.TestCase):
             stop.set()
             shutil.rmtree(d)
         self.assertEqual([x for x in got if x is not None], [b"a", b"bc", b"d"])
+
+    def test_tail_reads_the_old_file_until_the_writer_moves(self):
+        """logrotate moves the file; the agent writes on to it until its
+        SIGHUP: those lines come before the new file's."""
+        d = tempfile.mkdtemp()
+        p = os.path.join(d, "records.jsonl")
+        stop = threading.Event()
+        got = []
+        open(p, "w").close()
+        try:
+            gen = F.tail_lines(p, poll=0.01, stop=stop.is_set)
+
+            def take(n):
+                t0 = time.monotonic()
+                while len([x for x in got if x is not None]) < n and time.monotonic() - t0 < 10:
+                    got.append(next(gen))
+
+            next(gen)
+            with open(p, "a") as old:
+                old.write("a\n")
+                old.flush()
+                take(1)
+                os.rename(p, p + ".1")  # logrotate: a new empty file, the writer not told yet
+                open(p, "w").close()
+                for _ in range(5):
+                    got.append(next(gen))
+                old.write("b\n")  # the agent's last window before its SIGHUP
+                old.flush()
+                for _ in range(5):
+                    got.append(next(gen))
+            with open(p, "a") as f:
+                f.write("c\n")  # reopened
+            take(3)
+        finally:
+            stop.set()
+            shutil.rmtree(d)
+        self.assertEqual([x for x in got if x is not None], [b"a", b"b", b"c"])
+
+    def test_repeats_dropped(self):
+        recs = [r for r in fixture_records() if r["type"] == "features"]
+        once = R.combine_rows(R.row_of(r) for r in R.unique_records(recs))
+        twice = R.combine_rows(R.row_of(r) for r in R.unique_records(recs + recs))
+        self.assertEqual(once, twice)  # Kafka's at-least-once repeats, not twice the calls
 
     def test_follow_writes_rows(self):
         out = io.StringIO()

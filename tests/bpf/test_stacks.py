@@ -265,9 +265,15 @@ def proportions(c, agent_bin, load, tool, shot, max_stacks=None):
     if colours is not None:
         c.check(len(colours) >= 6, "screenshot is not blank (%d colours)" % len(colours))
         c.check(b"\xe6\x00\xe6" not in colours, "no frame highlighted without a search")
-    hl = render(c, svg, shot.replace(".png", "-search.png"), search="writer_a")
+    # a frame that is in the graph: with 64-slot maps a run can lose every
+    # stack of one writer (one CI run: all of writer_a's, in lost rows)
+    term = "writer_a" if fa else "writer_b" if fb else None
+    hl = render(c, svg, shot.replace(".png", "-search.png"), search=term) if term else None
     if hl is not None:
-        c.check(b"\xe6\x00\xe6" in hl, "#search=writer_a highlights frames (the inline script ran)")
+        c.check(b"\xe6\x00\xe6" in hl, "#search=%s highlights frames (the inline script ran)"
+                % term)
+    elif not term:
+        print("# no writer's frame in the graph (every stack lost): no search to check")
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -208,12 +208,82 @@ def scenario(name, agent_bin, load, export):
     c.done()
 
 
+QUIET = r"""
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o600)
+print(os.getpid(), flush=True)
+for i in range(40):
+    os.pwrite(fd, b"q" * 512, 0)
+    time.sleep(0.025)
+"""
+
+
+def scenario_bucket_weights(agent_bin, load):
+    """Two cgroups' buckets on one CPU: a busy one refused thousands of calls,
+    a quiet one within its burst. Each kept event stands for its own
+    cgroup's refused calls: the quiet process's weights add up to no more
+    than its calls (they took the busy one's refusals when the count was
+    the CPU's)."""
+    c = Checks()
+    root = cgroup2_root()
+    if not root:
+        print("SKIP: no cgroup2 hierarchy", flush=True)
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix="dc-tr-")
+    tdir = os.path.join(tmp, "traces")
+    busy = os.path.join(root, "dc-test-busy-%d" % os.getpid())
+    quiet = os.path.join(root, "dc-test-quiet-%d" % os.getpid())
+    conf = ('interval = 0.25;\ntraces = { output = { dir = "%s"; }; sampling = { one_in_n = 1; '
+            'slow_ms = 0; rate = 0; cgroup_rate = 1; cgroup_burst = 200; }; };\n' % tdir)
+
+    def into(cg):
+        def enter():
+            os.sched_setaffinity(0, {1 % os.cpu_count()})
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write("0")
+        return enter
+    os.mkdir(busy)
+    os.mkdir(quiet)
+    try:
+        a = Agent(agent_bin, conf)
+        q = subprocess.Popen([sys.executable, "-c", QUIET, os.path.join(tmp, "q")],
+                             stdout=subprocess.PIPE, text=True, preexec_fn=into(quiet))
+        qpid = int(q.stdout.readline())
+        b = subprocess.Popen([load, os.path.join(tmp, "b"), "200000"], stdout=subprocess.PIPE,
+                             preexec_fn=into(busy))
+        b.communicate(timeout=120)
+        q.wait(30)
+        c.eq(a.stop(), 0, "agent exits 0")
+        recs = a.records()
+    finally:
+        for cg in (busy, quiet):
+            for _ in range(50):
+                try:
+                    os.rmdir(cg)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+    _, trs = read_traces(c, tdir)
+    ev = [r for r in trs if r.get("ph") == "X" and r["pid"] == qpid]
+    calls = sum(o["count"] for r in recs if r["type"] == "features" and r["pid"] == qpid
+                for o in r["ops"].values())
+    wsum = sum(r["args"]["weight"] for r in ev)
+    c.check(len(ev) > 0 and calls > 0, "the quiet process's events were kept (%d of %d calls)"
+            % (len(ev), calls))
+    c.check(wsum <= calls, "its events' weights add up to %d, no more than its %d calls"
+            % (wsum, calls))
+    shutil.rmtree(tmp, ignore_errors=True)
+    c.done()
+
+
 def main():
     name, agent_bin, load, export = sys.argv[1:5]
     require_root()
     if not shutil.which("zstd"):
         print("SKIP: the zstd command line tool is missing (packaging/install-deps.sh test)")
         sys.exit(77)
+    if name == "bucket-weights":
+        return scenario_bucket_weights(agent_bin, load)
     scenario(name, agent_bin, load, export)
 
 

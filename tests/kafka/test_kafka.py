@@ -506,6 +506,21 @@ FAST_METADATA = ('properties = [ "topic.metadata.refresh.interval.ms=1000",'
                  ' "topic.metadata.propagation.max.ms=500" ]; start_timeout = 1.0;')
 
 
+def one_run_delivered(c, bootstrap, min_windows, label):
+    """The agent topic's records: one run, every window from 0 in order, at
+    least min_windows of them; (the records, the last window's or None)."""
+    agents = consume(bootstrap, "datacrumbs.agent")
+    runs = windows_by_run(agents)
+    c.eq(len(runs), 1, "%s: one run" % label)
+    if not runs:
+        return agents, None
+    run = list(runs)[0]
+    check_run(c, runs, run, "%s: agent records" % label)
+    n = max(runs[run]) + 1
+    c.check(n >= min_windows, "%s: %d windows arrived, the first ones too" % (label, n))
+    return agents, max((m["rec"] for m in agents), key=lambda r: r["window"])
+
+
 def scenario_late_topic(agent_bin, wl_bin, mock_bin):
     """A topic created after the agent started (the brokers silent at its start,
     so it could not refuse to run): the records for it wait in the spool, and
@@ -524,15 +539,8 @@ def scenario_late_topic(agent_bin, wl_bin, mock_bin):
     b.cmd("create datacrumbs.agent")
     c.check(wait_spool_empty(spool, 90), "spool drained once the topic exists")
     c.eq(a.stop(), 0, "agent exits 0")
-    agents = consume(b.bootstrap, "datacrumbs.agent")
-    runs = windows_by_run(agents)
-    c.eq(len(runs), 1, "one run")
-    if runs:
-        run = list(runs)[0]
-        check_run(c, runs, run, "agent records")
-        n = max(runs[run]) + 1
-        c.check(n >= 25, "%d windows arrived, the first ones too" % n)
-        last = max((m["rec"] for m in agents), key=lambda r: r["window"])
+    agents, last = one_run_delivered(c, b.bootstrap, 25, "late topic")
+    if last:
         k = last["sinks"]["kafka"]
         c.check(k["produce_errors"] + k["delivery_errors"] > 0 and k["refused_records"] == 0
                 and k["unrouted_records"] == 0,
@@ -563,14 +571,8 @@ def scenario_fatal(agent_bin, wl_bin, mock_bin):
     time.sleep(4)
     c.check(wait_spool_empty(spool, 60), "spool drained after the producer was recreated")
     c.eq(a.stop(), 0, "agent exits 0")
-    agents = consume(b.bootstrap, "datacrumbs.agent")
-    runs = windows_by_run(agents)
-    c.eq(len(runs), 1, "one run")
-    if runs:
-        run = list(runs)[0]
-        check_run(c, runs, run, "agent records")
-        c.check(max(runs[run]) + 1 >= 15, "windows of the whole run arrived")
-        last = max((m["rec"] for m in agents), key=lambda r: r["window"])
+    agents, last = one_run_delivered(c, b.bootstrap, 15, "fatal error")
+    if last:
         c.check(last["sinks"]["kafka"]["producer_restarts"] >= 1,
                 "the agent record counts the restart (%d)"
                 % last["sinks"]["kafka"]["producer_restarts"])

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -116,6 +117,15 @@ int main(void)
 	    "a block request: its submitter's pid and tid, its issue time and duration");
 	CHECK(strstr(b.events.data, "\"offset\":4096,\"dev\":\"7:3\",\"queue_us\":12,") != NULL,
 	      "a block request's device and queue time");
+
+	/* a batch whose buffer failed to grow: refused, and emptied, so that
+	 * the next seal works and holds only its own events */
+	b.events.err = ENOMEM;
+	CHECK(trace_batch_seal(&b, 3, &z, &raw_len) == -ENOMEM, "a failed batch is refused");
+	CHECK(b.n_events == 0 && !b.events.err && !b.events.len, "and emptied");
+	trace_batch_add(&b, &h, &e, &n, 1700000000000000000LL, 5);
+	CHECK(b.n_events == 1 && trace_batch_seal(&b, 3, &z, &raw_len) == 0 && z.len > 0,
+	      "the next batch seals, with its own event only");
 	trace_batch_free(&b);
 	buf_free(&z);
 	return tap_done();
