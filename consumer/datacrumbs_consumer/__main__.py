@@ -8,6 +8,7 @@ import glob
 import json
 import logging
 import os
+import socket
 import sys
 import time
 
@@ -26,7 +27,8 @@ def add_source(p, default_files=True):
     g.add_argument("--topic", help="Kafka topic (default datacrumbs.features)")
     g.add_argument("--kafka-property", action="append", default=[], metavar="NAME=VALUE",
                    help="librdkafka property for the consumer (security, ...), repeatable")
-    g.add_argument("--group", help="Kafka consumer group (default datacrumbs-consumer)")
+    g.add_argument("--group", help="Kafka consumer group (default datacrumbs-consumer; for "
+                   "follow, a group of its own per process)")
 
 
 def add_dask(p):
@@ -107,7 +109,11 @@ def cmd_follow(a):
         return deadline is not None and time.monotonic() > deadline
 
     if a.kafka:
-        lines = kafka_lines(dict(S.kafka_config(a.kafka, a.group, a.kafka_property),
+        # a group of its own: it commits no offsets, so a follower sharing a
+        # group would lose or replay records at every rebalance another
+        # follower's start causes (and see only some partitions)
+        group = a.group or "datacrumbs-follow-%s-%d" % (socket.gethostname(), os.getpid())
+        lines = kafka_lines(dict(S.kafka_config(a.kafka, group, a.kafka_property),
                                  **({"auto.offset.reset": "latest"} if not a.from_start else {})),
                             a.topic or "datacrumbs.features", stop)
     else:

@@ -8,7 +8,6 @@ usage: test_reload.py AGENT WORKLOAD
 """
 import os
 import signal
-import subprocess
 import sys
 import time
 
