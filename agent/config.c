@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config.h"
 #include "datacrumbs/syscall.h"
@@ -719,6 +720,7 @@ static int check_int_literals(const char *path, int depth, char *err, size_t err
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
+	struct stat st;
 	int line = 1;
 	FILE *f;
 
@@ -727,6 +729,11 @@ static int check_int_literals(const char *path, int depth, char *err, size_t err
 	f = fopen(path, "re");
 	if (!f)
 		return 0; /* libconfig reports it */
+	/* a pipe (-c /dev/stdin) is read once, by libconfig: not scanned */
+	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
+		fclose(f);
+		return 0;
+	}
 	if (getdelim(&text, &len, '\0', f) < 0) {
 		fclose(f);
 		return 0;

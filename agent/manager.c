@@ -1356,6 +1356,9 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 			r = families_start(m, &m->cfg, ch & FAM_ALL, &config_error);
 			if (r < 0)
 				return sd_event_exit(m->event, r);
+			/* the families come back at the budget's level, as they ran */
+			if (m->budget_level)
+				budget_apply(m, m->budget_level);
 			filter_free(nf);
 			goto done;
 		}
@@ -1898,13 +1901,6 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 		}
 		m->n_sinks++;
 	}
-	if (m->carry.len) {
-		log_error("%" PRIu64 " records the previous output could not write have no "
-			  "output file to go to: they are lost",
-			  m->carry_records);
-		buf_free(&m->carry);
-		m->carry_records = 0;
-	}
 	if (cfg->kafka_brokers[0]) {
 		char err[1024];
 		struct sink_kafka_params kp = {
@@ -1952,6 +1948,15 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 		if (r < 0)
 			return log_error_errno(r, "Cannot write trace files in %s: %m",
 					       cfg->traces_dir);
+	}
+	/* only now: a start that failed leaves them to the outputs the
+	 * rollback reopens */
+	if (m->carry.len) {
+		log_error("%" PRIu64 " records the previous output could not write have no "
+			  "output file to go to: they are lost",
+			  m->carry_records);
+		buf_free(&m->carry);
+		m->carry_records = 0;
 	}
 	return 0;
 }

@@ -44,7 +44,8 @@ const volatile bool use_task_storage = true;
 const volatile bool cpu_stash = false;
 const volatile bool plain_updates = false;
 const volatile __u8 nr_to_op[DC_NR_MAX] = {};
-const volatile __u8 op_size_src[DC_OP_MAX] = {};
+/* 64 entries, DC_OP_MAX used: size_src() masks its index with 63 */
+const volatile __u8 op_size_src[64] = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -238,7 +239,13 @@ static __always_inline __u32 size_src(__u32 op)
 {
 	if (op >= DC_OP_MAX)
 		return DC_SZ_NONE;
-	return op_size_src[op];
+	/* the mask too: 6.1's verifier loses the check above when op is
+	 * spilled around a helper call and read back (raw_tp's probe reads),
+	 * and then refuses the load. The empty asm keeps clang, which knows
+	 * the check, from dropping the mask as a no-op. */
+	_Static_assert(DC_OP_MAX <= 64, "op fits 6 bits");
+	asm volatile("" : "+r"(op));
+	return op_size_src[op & 63];
 }
 
 /* The agent's own calls are stashed too and dropped at exit, which needs the
@@ -246,7 +253,7 @@ static __always_inline __u32 size_src(__u32 op)
  * file part, then stamps the time (stash_stamp) last, so the latency is the
  * call's, not the probe's. */
 static __always_inline struct dc_stash *stash_open(struct task_struct *task, __u32 op, __u64 size,
-						   bool *resumed)
+						   __u64 arg0, bool *resumed)
 {
 	struct dc_stash *st;
 
@@ -260,16 +267,20 @@ static __always_inline struct dc_stash *stash_open(struct task_struct *task, __u
 	 * returned EINTR, seen by nobody here */
 	*resumed = false;
 	if (st->restarting) {
+		/* the same call on the same first argument (a signal handler's
+		 * write to stderr is not the restart of a blocked pipe write) */
 		st->restarting = 0;
-		if (st->op == op && st->ts)
+		if (st->op == op && st->ts && st->arg0 == (__u32)arg0)
 			*resumed = true;
 		else
 			count(DC_CNT_NOT_RESTARTED);
 	}
 	st->op = op;
 	st->size = size;
+	st->arg0 = (__u32)arg0;
 	st->filtered = 0;
-	if (stacks_on)
+	/* a restart keeps the first entry's sampling decision */
+	if (stacks_on && !*resumed)
 		stacks_enter(st, use_task_storage);
 	return st;
 }
@@ -483,28 +494,28 @@ static __always_inline __u64 regs_size_arg(struct pt_regs *regs, __u32 src)
 
 /* sys_enter on tp_btf and raw_tp: the same program but for how the
  * arguments are read (plain loads of the BTF-typed regs, or CO-RE reads) */
-#define DC_ENTER_PROG(sec, name, ARG, DIRECT)                                           \
-	SEC(sec)                                                                        \
-	int BPF_PROG(name, struct pt_regs *regs, long nr)                               \
-	{                                                                               \
-		struct task_struct *task = bpf_get_current_task_btf();                  \
-		__u32 op = lookup_op(nr);                                               \
-		struct dc_stash *st;                                                    \
-		bool resumed;                                                           \
-                                                                                        \
-		if (!op)                                                                \
-			return 0;                                                       \
-		if (dc_filtered(task)) {                                                \
-			stash_filtered(task, op);                                       \
-			return 0;                                                       \
-		}                                                                       \
-		st = stash_open(task, op, regs_size_arg(regs, size_src(op)), &resumed); \
-		if (!st)                                                                \
-			return 0;                                                       \
-		FILE_ENTER(st, task, nr, ARG, DIRECT);                                  \
-		if (!resumed)                                                           \
-			stash_stamp(st);                                                \
-		return 0;                                                               \
+#define DC_ENTER_PROG(sec, name, ARG, DIRECT)                                                   \
+	SEC(sec)                                                                                \
+	int BPF_PROG(name, struct pt_regs *regs, long nr)                                       \
+	{                                                                                       \
+		struct task_struct *task = bpf_get_current_task_btf();                          \
+		__u32 op = lookup_op(nr);                                                       \
+		struct dc_stash *st;                                                            \
+		bool resumed;                                                                   \
+                                                                                                \
+		if (!op)                                                                        \
+			return 0;                                                               \
+		if (dc_filtered(task)) {                                                        \
+			stash_filtered(task, op);                                               \
+			return 0;                                                               \
+		}                                                                               \
+		st = stash_open(task, op, regs_size_arg(regs, size_src(op)), ARG(1), &resumed); \
+		if (!st)                                                                        \
+			return 0;                                                               \
+		FILE_ENTER(st, task, nr, ARG, DIRECT);                                          \
+		if (!resumed)                                                                   \
+			stash_stamp(st);                                                        \
+		return 0;                                                                       \
 	}
 
 DC_ENTER_PROG("tp_btf/sys_enter", dc_enter_btf, BTF_ARG, false)
@@ -556,7 +567,7 @@ int dc_enter_tp(struct trace_event_raw_sys_enter *ctx)
 			: src == DC_SZ_ARG2 ? a2
 			: src == DC_SZ_ARG3 ? a3
 					    : 0,
-			&resumed);
+			a0, &resumed);
 	if (!st)
 		return 0;
 	if (files_on) {

@@ -17,16 +17,28 @@ from . import records as R
 from . import sources as S
 
 
+# closed windows whose records' identities are kept, to know a repeat
+CLOSED_KEPT = 4096
+
+
 class Windows:
     def __init__(self, labels=None, idle=5.0, lag=0):
         self.open = {}  # (host, run, window) -> (records, last seen)
         self.labels = labels
         self.idle = idle
         self.lag = lag
+        self.closed = {}  # (host, run, window) -> identities of its records, oldest first
+        self.repeats = 0
 
     def add(self, rec, now):
         k = (rec.get("host"), rec.get("run"), rec.get("window"))
         done = []
+        # Kafka's at-least-once repeat of a window already written (a
+        # segment produced again): not a late part, which is a record not
+        # seen before
+        if R.record_id(rec) in self.closed.get(k, ()):
+            self.repeats += 1
+            return []
         if rec["type"] == "agent":
             done.append(k)
         elif rec["type"] == "features":
@@ -46,6 +58,11 @@ class Windows:
 
     def _close(self, k):
         recs, _ = self.open.pop(k, ([], 0))
+        ids = self.closed.setdefault(k, set())
+        ids.update(R.record_id(r) for r in recs)
+        ids.add(R.record_id({"host": k[0], "run": k[1], "window": k[2], "type": "agent"}))
+        while len(self.closed) > CLOSED_KEPT:
+            del self.closed[next(iter(self.closed))]
         rows = []
         for r in R.unique_records(recs):
             wl = self.labels.workload(r) if self.labels else None

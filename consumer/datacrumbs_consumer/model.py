@@ -124,7 +124,7 @@ def configuration_of(workload):
     """The matrix point a generator run measured ("<stamp>-<i>-<point>"):
     repeats of one point are one group, so that a held-out run never has
     its twin in training; any other label is its own group."""
-    m = re.match(r"^[0-9a-f]+-\d{3}-(.+)$", str(workload))
+    m = re.match(r"^[0-9a-f]+-\d{3,}-(.+)$", str(workload))
     return m.group(1) if m else str(workload)
 
 

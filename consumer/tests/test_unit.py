@@ -277,6 +277,21 @@ class TraceQuery(unittest.TestCase):
                                ("openat", "syscall"): (1, 2, 6.0, 12.0)})
 
 
+def tailer(path):
+    """tail_lines over path; the lines it gave (None: nothing new at that
+    moment); take(n), which reads until n lines came (10 s at most); and the
+    event that stops it."""
+    stop = threading.Event()
+    gen = F.tail_lines(path, poll=0.01, stop=stop.is_set)
+    got = []
+
+    def take(n):
+        t0 = time.monotonic()
+        while len([x for x in got if x is not None]) < n and time.monotonic() - t0 < 10:
+            got.append(next(gen))
+    return gen, got, take, stop
+
+
 class Follow(unittest.TestCase):
     def test_windows_close_on_agent_record_or_later_window(self):
         recs = fixture_records()
@@ -299,18 +314,10 @@ class Follow(unittest.TestCase):
     def test_tail_across_rotation(self):
         d = tempfile.mkdtemp()
         p = os.path.join(d, "records.jsonl")
-        stop = threading.Event()
-        got = []
         with open(p, "w") as f:
             f.write("old\n")  # there before following: not read
+        gen, got, take, stop = tailer(p)
         try:
-            gen = F.tail_lines(p, poll=0.01, stop=stop.is_set)
-
-            def take(n):
-                t0 = time.monotonic()
-                while len([x for x in got if x is not None]) < n and time.monotonic() - t0 < 10:
-                    got.append(next(gen))
-
             next(gen)
             with open(p, "a") as f:
                 f.write("a\nb")
@@ -332,17 +339,9 @@ class Follow(unittest.TestCase):
         SIGHUP: those lines come before the new file's."""
         d = tempfile.mkdtemp()
         p = os.path.join(d, "records.jsonl")
-        stop = threading.Event()
-        got = []
         open(p, "w").close()
+        gen, got, take, stop = tailer(p)
         try:
-            gen = F.tail_lines(p, poll=0.01, stop=stop.is_set)
-
-            def take(n):
-                t0 = time.monotonic()
-                while len([x for x in got if x is not None]) < n and time.monotonic() - t0 < 10:
-                    got.append(next(gen))
-
             next(gen)
             with open(p, "a") as old:
                 old.write("a\n")
@@ -369,6 +368,23 @@ class Follow(unittest.TestCase):
         once = R.combine_rows(R.row_of(r) for r in R.unique_records(recs))
         twice = R.combine_rows(R.row_of(r) for r in R.unique_records(recs + recs))
         self.assertEqual(once, twice)  # Kafka's at-least-once repeats, not twice the calls
+
+    def test_follow_drops_a_window_delivered_again(self):
+        """A segment produced again repeats windows already written (their
+        agent records too): not written a second time. A record of a closed
+        window not seen before is a late part, and is."""
+        recs = fixture_records()
+        w = F.Windows()
+        first = [k for r in recs for k, _ in w.add(r, 0.0)]
+        again = [k for r in recs for k, _ in w.add(r, 1.0)]
+        self.assertEqual(again, [])
+        # the records of the windows written; the last window's, still open,
+        # are dropped as repeats when it closes (unique_records)
+        self.assertEqual(w.repeats, sum(1 for r in recs if r["type"] in ("features", "agent")
+                                        and (r["host"], r["run"], r["window"]) in first))
+        late = dict(next(r for r in recs if r["type"] == "features"), pid=4242)
+        got = w.add(late, 2.0) + w.expire(100.0)
+        self.assertEqual([k for k, _ in got], [first[0]])
 
     def test_follow_writes_rows(self):
         out = io.StringIO()

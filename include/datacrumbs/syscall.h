@@ -81,6 +81,8 @@ struct dc_stash {
 	__u32 kseq;		/* stacks: generation kstack was captured in */
 	__u32 stk_flags;	/* stacks: DC_STK_MARK (kept at exit), DC_STK_WATCH (capture) */
 	__u32 restarting; /* the call in flight returned a restart code: kept for its restart */
+	__u32 arg0;	  /* its first argument (an fd, mostly): a restart repeats it */
+	__u32 pad3;
 	/* where this thread's (cgroup, process, op) keys live in the agg slot
 	 * map, by op modulo DC_STASH_HINTS: the exit of a call whose hint holds
 	 * skips the index lookup. All hints are for the cgroup hint_cg. */

@@ -33,6 +33,17 @@ def cgroup2_root():
     return None
 
 
+def remove_cgroup(cg):
+    """A test's cgroup, once its last process has left it (which the kernel
+    notes a moment after the process exits)."""
+    for _ in range(50):
+        try:
+            os.rmdir(cg)
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 def run_load(load, path, n, slow=0, slow_ms=0, cgroup=None):
     args = [load, path, str(n)] + ([str(slow), str(slow_ms)] if slow else [])
 
@@ -138,12 +149,7 @@ def scenario(name, agent_bin, load, export):
         recs = a.records()
     finally:
         if cg:
-            for _ in range(50):
-                try:
-                    os.rmdir(cg)
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            remove_cgroup(cg)
     tot = agent_counts(c, recs)
     files, trs = read_traces(c, tdir)
     c.eq(sum(1 for r in trs if r.get("ph") == "X"), tot["events"],
@@ -257,12 +263,7 @@ def scenario_bucket_weights(agent_bin, load):
         recs = a.records()
     finally:
         for cg in (busy, quiet):
-            for _ in range(50):
-                try:
-                    os.rmdir(cg)
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            remove_cgroup(cg)
     _, trs = read_traces(c, tdir)
     ev = [r for r in trs if r.get("ph") == "X" and r["pid"] == qpid]
     calls = sum(o["count"] for r in recs if r["type"] == "features" and r["pid"] == qpid
