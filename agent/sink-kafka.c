@@ -201,6 +201,15 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 		g->outstanding--;
 }
 
+/* Pause the pump for the backoff, and double it for the next failure (a
+ * delivery resets it: dr_cb). */
+static void back_off(struct sink_kafka *k)
+{
+	k->resume_usec = now_usec() + k->backoff_usec;
+	k->backoff_usec =
+	    k->backoff_usec * 2 > BACKOFF_MAX_USEC ? BACKOFF_MAX_USEC : k->backoff_usec * 2;
+}
+
 /* After delivery reports: retire finished segments, schedule failed ones. */
 static void settle(struct sink_kafka *k)
 {
@@ -221,9 +230,7 @@ static void settle(struct sink_kafka *k)
 		    rd_kafka_err2str(g->last_err), (uint64_t)(k->backoff_usec / USEC_PER_SEC));
 		g->failed = 0;
 		g->next_off = 0;
-		k->resume_usec = now_usec() + k->backoff_usec;
-		k->backoff_usec =
-		    k->backoff_usec * 2 > BACKOFF_MAX_USEC ? BACKOFF_MAX_USEC : k->backoff_usec * 2;
+		back_off(k);
 	}
 }
 
@@ -284,11 +291,9 @@ static void producer_restart(struct sink_kafka *k)
 	char why[512];
 
 	k->restarts++;
-	rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-	/* purged messages are reported at once, without a broker round trip */
-	rd_kafka_poll(k->rk, 0);
-	settle(k);
+	/* its purge reports what it held as failed, before it is destroyed */
 	producer_free(k);
+	settle(k);
 	if (producer_new(k, why, sizeof(why)) < 0)
 		log_error("Kafka: cannot recreate the producer: %s; retrying in %" PRIu64 " s", why,
 			  (uint64_t)(k->backoff_usec / USEC_PER_SEC));
@@ -315,9 +320,7 @@ static void pump_refused(struct sink_kafka *k, const struct dc_seg_rec *rec,
 			  k->topic_name[rec->type], rd_kafka_err2str(err),
 			  (uint64_t)(k->backoff_usec / USEC_PER_SEC));
 	}
-	k->resume_usec = now_usec() + k->backoff_usec;
-	k->backoff_usec =
-	    k->backoff_usec * 2 > BACKOFF_MAX_USEC ? BACKOFF_MAX_USEC : k->backoff_usec * 2;
+	back_off(k);
 }
 
 /* Produce spooled records in order until the producer queue is full or
@@ -335,10 +338,7 @@ static void pump(struct sink_kafka *k)
 
 		if (producer_new(k, why, sizeof(why)) < 0) {
 			log_error("Kafka: cannot recreate the producer: %s", why);
-			k->resume_usec = now_usec() + k->backoff_usec;
-			k->backoff_usec = k->backoff_usec * 2 > BACKOFF_MAX_USEC
-					      ? BACKOFF_MAX_USEC
-					      : k->backoff_usec * 2;
+			back_off(k);
 			return;
 		}
 		log_notice("Kafka: producer recreated; delivering the spool");
