@@ -75,7 +75,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_block *, probe_block_free);
 static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enum mech m,
 			 bool plain_updates)
 {
-	struct bpf_program *progs[MECH_MAX][4];
+	struct bpf_program *progs[MECH_MAX][5];
 	struct block_bpf *skel;
 	int r;
 
@@ -105,8 +105,10 @@ static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enu
 	progs[MECH_RAW_TP][1] = skel->progs.dc_rq_issue_raw;
 	progs[MECH_RAW_TP][2] = skel->progs.dc_rq_complete_raw;
 	progs[MECH_RAW_TP][3] = skel->progs.dc_rq_requeue_raw;
+	progs[MECH_TP_BTF][4] = skel->progs.dc_bio_split_btf;
+	progs[MECH_RAW_TP][4] = skel->progs.dc_bio_split_raw;
 	for (int i = 0; i < MECH_MAX; i++)
-		for (int j = 0; j < 4; j++)
+		for (int j = 0; j < 5; j++)
 			bpf_program__set_autoload(progs[i][j], i == (int)m);
 	r = winmap_prepare(&p->agg, skel->maps.agg_gen, "dc_blk", sizeof(struct dc_blk_key),
 			   sizeof(struct dc_blk_val), (unsigned)cfg->block_max_keys, p->percpu,
@@ -233,6 +235,14 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 	return 0;
 }
 
+/* Whether a request issued at issued (CLOCK_MONOTONIC ns) is max_age_ns old
+ * at now: one issued after now was read (the sweep takes a while on a busy
+ * device) is young, not 2^64 ns old. */
+static bool old_enough(uint64_t now, uint64_t issued, uint64_t max_age_ns)
+{
+	return (int64_t)(now - issued) >= (int64_t)max_age_ns;
+}
+
 /* Requests issued longer ago than max_age_ns (all of them with 0) whose
  * completion never came: free their entries and return how many. The
  * kernel does not always report a completion (see on_issue() in
@@ -258,7 +268,7 @@ static uint64_t sweep_inflight(struct probe_block *p, uint64_t max_age_ns)
 		more = !bpf_map_get_next_key(fd, &key, &next);
 		if (bpf_map_lookup_elem(fd, &key, &f) || !f.issue_ns)
 			continue;
-		if (max_age_ns && now - f.issue_ns < max_age_ns)
+		if (max_age_ns && !old_enough(now, f.issue_ns, max_age_ns))
 			continue;
 		if (!bpf_map_delete_elem(fd, &key)) {
 			__atomic_fetch_sub(&p->skel->bss->inflight_n, 1, __ATOMIC_SEQ_CST);
@@ -276,16 +286,19 @@ static uint64_t sweep_inflight(struct probe_block *p, uint64_t max_age_ns)
 			__u64 tag = __atomic_load_n(&way->rq, __ATOMIC_ACQUIRE);
 			__u64 issued = __atomic_load_n(&way->f.issue_ns, __ATOMIC_RELAXED);
 
-			if (!tag || !issued || (max_age_ns && now - issued < max_age_ns))
+			if (!tag || !issued || (max_age_ns && !old_enough(now, issued, max_age_ns)))
 				continue;
-			if (!__atomic_compare_exchange_n(&way->rq, &tag, 0, false, __ATOMIC_SEQ_CST,
-							 __ATOMIC_RELAXED))
+			/* the issue time first: if it is still the stale one, the
+			 * way still holds the request seen (a new claim clears it
+			 * before anything else), and a free way keeps none, as
+			 * rq_release() leaves it; then the tag, which a completion
+			 * that came meanwhile may have freed already */
+			if (!__atomic_compare_exchange_n(&way->f.issue_ns, &issued, 0, false,
+							 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 				continue;
-			n++;
-			/* a free way keeps no issue time, as rq_release() leaves it,
-			 * unless a new claim already wrote its own */
-			__atomic_compare_exchange_n(&way->f.issue_ns, &issued, 0, false,
-						    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+			if (__atomic_compare_exchange_n(&way->rq, &tag, 0, false, __ATOMIC_SEQ_CST,
+							__ATOMIC_RELAXED))
+				n++;
 		}
 	return n;
 }

@@ -505,6 +505,18 @@ int BPF_PROG(dc_bio_queue_btf, struct bio *bio)
 	return 0;
 }
 
+/* A bio split to the queue's limits: the front part goes on as a new bio,
+ * which block_bio_queue never sees (the part left is resubmitted, already
+ * traced), and starts its own request. The split runs in the submitting
+ * context, as the queueing did, and the part inherits the parent's blkcg:
+ * the same origin. */
+SEC("tp_btf/block_split")
+int BPF_PROG(dc_bio_split_btf, struct bio *bio)
+{
+	on_bio_queue(bio, ctx_addr(ctx, 0), true);
+	return 0;
+}
+
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(dc_rq_issue_btf, struct request *rq)
 {
@@ -528,6 +540,13 @@ int BPF_PROG(dc_rq_complete_btf, struct request *rq, int error, unsigned int nr_
 
 SEC("raw_tp/block_bio_queue")
 int BPF_PROG(dc_bio_queue_raw, struct bio *bio)
+{
+	on_bio_queue(bio, ctx[0], false);
+	return 0;
+}
+
+SEC("raw_tp/block_split")
+int BPF_PROG(dc_bio_split_raw, struct bio *bio)
 {
 	on_bio_queue(bio, ctx[0], false);
 	return 0;
