@@ -12,6 +12,8 @@ int fn_agg_prepare(struct fn_agg *a, struct bpf_map *agg_gen, struct bpf_map *co
 		   const char *name, unsigned max_keys, bool percpu)
 {
 	memset(a, 0, sizeof(*a));
+	/* closed by fn_agg_close() whatever happens next: never fd 0 */
+	a->win.inner_fd[0] = a->win.inner_fd[1] = -1;
 	a->counters = counters;
 	a->ncpus = libbpf_num_possible_cpus();
 	if (a->ncpus <= 0)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -35,14 +36,23 @@ int mkdir_parents(const char *path, bool self)
 
 int tracefs_ensure(void)
 {
+	/* the families start in parallel threads: one mount, not two stacked */
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	int r = 0;
+
+	pthread_mutex_lock(&lock);
 	if (access("/sys/kernel/tracing/events", F_OK) == 0 ||
 	    access("/sys/kernel/debug/tracing/events", F_OK) == 0)
-		return 0;
+		goto out;
 	if (mount("tracefs", "/sys/kernel/tracing", "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  NULL) < 0)
-		return log_debug_errno(-errno, "Cannot mount tracefs on /sys/kernel/tracing: %m");
+		  NULL) < 0) {
+		r = log_debug_errno(-errno, "Cannot mount tracefs on /sys/kernel/tracing: %m");
+		goto out;
+	}
 	log_info("Mounted tracefs on /sys/kernel/tracing for the tracepoint mechanism");
-	return 0;
+out:
+	pthread_mutex_unlock(&lock);
+	return r;
 }
 
 const char *tracefs_events_dir(void)

@@ -26,6 +26,7 @@
 #include "probe-pagecache.h"
 #include "probe-uring.h"
 #include "probe-uprobe.h"
+#include "datacrumbs/vfs.h"
 #include "probe-vfs.h"
 #include "probe-file.h"
 #include "traces.h"
@@ -114,6 +115,7 @@ struct manager {
 	uint64_t budget_switch_ns;     /* CPU the last change of level took (attach, detach) */
 	uint64_t budget_switch_us_pub; /* the same, for the next window's record */
 	bool vfs_attached;	       /* the VFS layer attached under this configuration */
+	bool vfs_bad_config;	       /* its start failed on probes.vfs, not on the kernel */
 	char budget_note[160];	       /* the last change of level, for STATUS= */
 	struct dc_sink_stats sinks_prev[2];
 	struct window_losses {
@@ -1051,6 +1053,7 @@ static int manager_close_window(struct manager *m)
 	memcpy(st.pc_counters, pres.counters, sizeof(st.pc_counters));
 	st.pc_recursion_misses = pres.recursion_misses;
 	st.pc_unattributed = pres.overflow;
+	st.pc_page_size = m->page_size;
 	for (size_t k = 0; k < pres.n; k++)
 		if (!pres.entries[k].tgid) {
 			st.pc_kernel.added_pages += pres.entries[k].v.added_pages;
@@ -1711,6 +1714,16 @@ static int start_vfs(struct manager *m, void *p)
 	    .traces = m->traces,
 	};
 
+	bool selected[DC_VFS_MAX];
+	int r;
+
+	/* the settings alone, apart: every mechanism's refusal by the kernel
+	 * (a verifier's EINVAL among them) leaves the layer off, while a bad
+	 * setting is the operator's to fix (exit 2, no restart) */
+	r = probe_vfs_select(cfg->vfs_categories, selected, m->vfs_detail, sizeof(m->vfs_detail));
+	m->vfs_bad_config = r < 0;
+	if (r < 0)
+		return r;
 	if (strcmp(cfg->vfs_mechanism, "fentry") && strcmp(cfg->vfs_mechanism, "kprobe"))
 		tracefs_ensure();
 	return probe_vfs_new(&vo, &m->vfs, m->vfs_detail, sizeof(m->vfs_detail));
@@ -1849,7 +1862,7 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 		r = second[VFS].r;
 		if (r >= 0)
 			m->vfs_attached = true;
-		if (r == -EINVAL) {
+		if (r < 0 && m->vfs_bad_config) {
 			*config_error = true;
 			return log_error_errno(r, "probes.vfs: %s", m->vfs_detail);
 		}

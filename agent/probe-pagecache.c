@@ -9,6 +9,7 @@
 
 #include "counters.h"
 #include "filter.h"
+#include "fs-util.h"
 #include "log.h"
 #include "mechanism.h"
 #include "macro.h"
@@ -61,6 +62,9 @@ static int try_mechanism(struct probe_pagecache *p, const struct dc_config *cfg,
 		return -errno;
 	mech_release_image(skel->skeleton->data, skel->skeleton->data_sz);
 	p->skel = skel;
+	/* the tracepoint mechanism names its events through tracefs */
+	if (m == MECH_TRACEPOINT && (r = tracefs_ensure()) < 0)
+		return r;
 	skel->rodata->plain_updates = plain_updates;
 	skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
 	progs[MECH_TP_BTF][0] = skel->progs.dc_pc_add_btf;
@@ -125,6 +129,8 @@ int probe_pagecache_new(const struct dc_config *cfg, struct probe_pagecache **re
 		return -ENOMEM;
 	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
 	p->ncpus = libbpf_num_possible_cpus();
+	if (p->ncpus <= 0)
+		return p->ncpus ? p->ncpus : -EINVAL;
 	{
 		char err[512];
 

@@ -444,8 +444,11 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 	}
 	if (r == -EPERM || r == -EACCES)
 		return log_error_errno(
-		    r, "Not allowed to load BPF programs (%m): run datacrumbs "
-		       "as root, or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE");
+		    r,
+		    "Not allowed to load BPF programs (%s): run datacrumbs "
+		    "as root, or with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE (and "
+		    "CAP_SYS_ADMIN to mount tracefs)",
+		    p->detail);
 	if (r < 0)
 		return log_error_errno(r, "No mechanism could attach the system-call probes (%s)",
 				       p->detail);

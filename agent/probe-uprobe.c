@@ -273,6 +273,93 @@ static void undo(void *ctx)
 	fn_agg_close(&p->agg);
 }
 
+static int by_feature(const void *a, const void *b, void *ctx)
+{
+	const struct probe_uprobe *p = ctx;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int c = strcmp(p->funcs[x].feature, p->funcs[y].feature);
+
+	return c ? c : (x > y) - (x < y);
+}
+
+/* Functions whose features have one name (a symbol versioned twice, as
+ * fmemopen in libc; two libraries of one category defining the same name)
+ * count under the first one's index: one key in the kernel's map, so one
+ * member of the record's "functions" object, never two of the same name. */
+static void share_features(struct probe_uprobe *p)
+{
+	_cleanup_free_ uint32_t *idx = malloc(p->n_funcs * sizeof(*idx));
+
+	if (!idx)
+		return; /* duplicates then show twice: nothing is lost */
+	for (uint32_t i = 0; i < p->n_funcs; i++)
+		idx[i] = i;
+	qsort_r(idx, p->n_funcs, sizeof(*idx), by_feature, p);
+	for (size_t i = 1; i < p->n_funcs; i++)
+		if (!strcmp(p->funcs[idx[i]].feature, p->funcs[idx[i - 1]].feature))
+			p->cookies[idx[i]] = (p->cookies[idx[i]] & ~0xffffffffULL) |
+					     (p->cookies[idx[i - 1]] & 0xffffffffULL);
+}
+
+struct at {
+	uint32_t i;   /* the function */
+	int file;     /* the first probes.libraries entry of its path */
+	uint64_t off; /* its offset there */
+};
+
+static int by_address(const void *a, const void *b)
+{
+	const struct at *x = a, *y = b;
+
+	if (x->file != y->file)
+		return x->file < y->file ? -1 : 1;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/* One probe per address: two probes.libraries entries of one path whose
+ * patterns overlap would otherwise count each call of a function they both
+ * select twice. The first entry's selection (its category, its bytes
+ * list) is kept. */
+static void drop_repeats(struct probe_uprobe *p)
+{
+	_cleanup_free_ struct at *a = malloc(p->n_funcs * sizeof(*a));
+	_cleanup_free_ bool *drop = calloc(p->n_funcs, sizeof(*drop));
+	size_t w = 0;
+
+	if (!a || !drop)
+		return; /* repeats then count twice: nothing is lost */
+	for (uint32_t i = 0; i < p->n_funcs; i++) {
+		int f = p->lib[i];
+
+		for (int j = 0; j < p->lib[i]; j++)
+			if (!strcmp(p->cfg->libs[j].path, p->cfg->libs[p->lib[i]].path)) {
+				f = j;
+				break;
+			}
+		a[i] = (struct at){i, f, p->offsets[i]};
+	}
+	qsort(a, p->n_funcs, sizeof(*a), by_address);
+	for (size_t k = 1; k < p->n_funcs; k++)
+		if (a[k].file == a[k - 1].file && a[k].off == a[k - 1].off)
+			drop[a[k].i] = true;
+	for (size_t i = 0; i < p->n_funcs; i++) {
+		if (drop[i])
+			continue;
+		p->funcs[w] = p->funcs[i];
+		p->offsets[w] = p->offsets[i];
+		p->cookies[w] = (p->cookies[i] & ~0xffffffffULL) | w;
+		p->lib[w] = p->lib[i];
+		w++;
+	}
+	if (w < p->n_funcs)
+		log_notice("probes.libraries: %zu functions selected by more than one entry of "
+			   "the same library, probed once (the first entry's category)",
+			   p->n_funcs - w);
+	p->n_funcs = w;
+}
+
 /* Every function the patterns select, with its offset and cookie. */
 static int find_funcs(struct probe_uprobe *p, size_t max, char *err, size_t errlen)
 {
@@ -313,6 +400,8 @@ static int find_funcs(struct probe_uprobe *p, size_t max, char *err, size_t errl
 			p->n_funcs++;
 		}
 	}
+	drop_repeats(p);
+	share_features(p);
 	return 0;
 }
 

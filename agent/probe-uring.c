@@ -9,6 +9,7 @@
 
 #include "counters.h"
 #include "filter.h"
+#include "fs-util.h"
 #include "log.h"
 #include "mechanism.h"
 #include "macro.h"
@@ -87,6 +88,9 @@ static int try_mechanism(struct probe_uring *p, const struct dc_config *cfg, enu
 		return -errno;
 	mech_release_image(skel->skeleton->data, skel->skeleton->data_sz);
 	p->skel = skel;
+	/* the tracepoint mechanism names its events through tracefs */
+	if (m == MECH_TRACEPOINT && (r = tracefs_ensure()) < 0)
+		return r;
 	skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
 	p->old_submit = m == MECH_TRACEPOINT && has_old_submit_event();
 	bpf_program__set_autoload(skel->progs.dc_ur_submit_btf, m == MECH_TP_BTF);

@@ -62,6 +62,8 @@ struct probe_vfs {
 	int fds[MAX_LINKS]; /* raw tracepoints: libbpf 1.1 has no link with a cookie */
 	size_t n_fds;
 	char detail[1024];
+	char refused[384]; /* functions present whose attachment the kernel refused */
+	size_t refused_off;
 };
 
 const char *probe_vfs_func_name(uint32_t func)
@@ -412,6 +414,8 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 		return r;
 	*attached = 0;
 	skipped[0] = 0;
+	p->refused[0] = 0;
+	p->refused_off = 0;
 	for (unsigned i = 0; i < DC_VFS_MAX; i++) {
 		/* a function this kernel lacks (or inlined away) is skipped, not fatal */
 		have[i] = p->selected[i] && k->have[i];
@@ -468,7 +472,14 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 			/* the first attachment tells whether the mechanism works at all */
 			if (!*attached)
 				return r;
-			note(skipped, sklen, &off, name);
+			{
+				char what[128];
+
+				/* present, refused (fexit past six arguments on an old
+				 * kernel, a trampoline limit): not absent */
+				snprintf(what, sizeof(what), "%s (%s)", name, strerror(-r));
+				note(p->refused, sizeof(p->refused), &p->refused_off, what);
+			}
 			continue;
 		}
 		if (l[0])
@@ -512,12 +523,13 @@ int probe_vfs_new(const struct probe_vfs_opts *o, struct probe_vfs **ret, char *
 		if (!r) {
 			p->mech = m;
 			off += (size_t)snprintf(
-			    p->detail + off, sizeof(p->detail) - off, "%s%u %s%s%s; atomic updates",
-			    off ? "; " : "", n,
+			    p->detail + off, sizeof(p->detail) - off,
+			    "%s%u %s%s%s%s%s; atomic updates", off ? "; " : "", n,
 			    by_rows(m) ? "tracepoint functions (pairs timed, single events "
 					 "counted)"
 				       : "functions",
-			    skipped[0] ? ", not in this kernel: " : "", skipped);
+			    skipped[0] ? ", not in this kernel: " : "", skipped,
+			    p->refused[0] ? ", refused: " : "", p->refused);
 			snprintf(detail, detail_len, "%s", p->detail);
 			*ret = TAKE_PTR(p);
 			return 0;

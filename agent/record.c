@@ -829,11 +829,11 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 		json_obj_end(&j);
 		json_key(&j, "kernel");
 		json_obj_begin(&j);
-		pc_fields(&j, &s->pc_kernel, 0);
+		pc_fields(&j, &s->pc_kernel, s->pc_page_size);
 		json_obj_end(&j);
 		json_key(&j, "unattributed");
 		json_obj_begin(&j);
-		pc_fields(&j, &s->pc_unattributed, 0);
+		pc_fields(&j, &s->pc_unattributed, s->pc_page_size);
 		json_obj_end(&j);
 		json_obj_end(&j);
 	}

@@ -124,6 +124,7 @@ struct dc_agent_stats {
 	uint64_t pc_recursion_misses;
 	struct dc_pc_val pc_kernel;	  /* kernel threads' activity (eviction, writeback) */
 	struct dc_pc_val pc_unattributed; /* activity whose key did not fit */
+	uint64_t pc_page_size;		  /* to turn their pages into bytes */
 	bool libraries;
 	uint64_t up_counters[DC_FN_CNT_MAX];
 	bool vfs;

@@ -366,7 +366,11 @@ int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned lo
 		r = grace_period(m);
 	}
 	if (r)
-		return r; /* read at the next close, with the next window's */
+		/* the programs went on to the other half: this one is read two
+		 * closes from now, summed with that window's (the update of an
+		 * array of maps' slot with a map it already holds allocates
+		 * nothing: not seen to fail) */
+		return r;
 	*flip_us = now_us() - t0;
 	hi = __atomic_load_n(&m->st->hi, __ATOMIC_ACQUIRE);
 	if (hi > m->max)

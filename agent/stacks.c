@@ -414,6 +414,11 @@ static void build_stack(struct stacks *s, const struct entry *e)
 			nu++;
 	if (e->k.ustack < 0 || !nu)
 		put_frame(&s->sb, mark_name(DC_STACK_LOST, false), "");
+	/* a walk that stopped at the leaf: the caller is all there is above it */
+	if (nu == 1 && e->k.caller && e->k.caller != u[0]) {
+		user_frame(s, e, e->k.caller);
+		s->d.caller_fixups++;
+	}
 	for (int i = nu - 1; i >= 0; i--) {
 		user_frame(s, e, u[i]);
 		/* the caller a frameless leaf's walk skipped: between the leaf and

@@ -39,6 +39,9 @@ struct elfobj {
 	char *names;
 	uint64_t bytes, tick;
 	bool failed; /* no symbols could be read: frames keep object + offset */
+	/* the process whose copy could not be opened (it exited, or its
+	 * map_files was refused): another process mapping the file retries */
+	uint32_t open_failed_pid;
 	struct elfobj *next;
 };
 
@@ -280,8 +283,10 @@ static void read_build_id(Elf *e, char out[41])
 	}
 }
 
-/* Symbols, load segments and build id of an open ELF file. */
-static int obj_read(struct elfobj *o, int fd)
+/* Symbols, load segments and build id of an open ELF file, the symbols'
+ * arrays held under max_bytes (-EFBIG past it: a binary with more symbols
+ * than the whole cache may hold is parsed once, not for every frame). */
+static int obj_read(struct elfobj *o, int fd, uint64_t max_bytes)
 {
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
@@ -339,6 +344,11 @@ static int obj_read(struct elfobj *o, int fd)
 			if (!name || !name[0])
 				continue;
 			len = strlen(name) + 1;
+			if (names_len + len + (o->nsyms + 1) * sizeof(*o->syms) > max_bytes ||
+			    names_len + len > UINT32_MAX) {
+				r = -EFBIG;
+				goto out;
+			}
 			if (names_len + len > names_cap) {
 				char *a = realloc(o->names, names_cap = (names_cap + len) * 2);
 
@@ -415,8 +425,15 @@ static struct elfobj *obj_get(struct symbolizer *s, uint32_t pid, const struct m
 	struct elfobj *o;
 	_cleanup_close_ int fd = -1; /* everything needed is copied out: no fd held */
 
-	for (o = s->objs; o; o = o->next)
+	for (struct elfobj **q = &s->objs; (o = *q); q = &o->next)
 		if (o->dev == m->dev && o->ino == m->ino) {
+			if (o->open_failed_pid && o->open_failed_pid != pid) {
+				/* this process may still be there to open it */
+				*q = o->next;
+				s->bytes -= o->bytes;
+				obj_free(o);
+				break;
+			}
 			o->tick = ++s->tick;
 			return o;
 		}
@@ -433,11 +450,20 @@ static struct elfobj *obj_get(struct symbolizer *s, uint32_t pid, const struct m
 		snprintf(p, sizeof(p), "/proc/%u/root%s", pid, m->path);
 		fd = open(p, O_RDONLY | O_CLOEXEC);
 	}
-	if (!o->path || fd < 0 || obj_read(o, fd) < 0) {
+	if (fd < 0)
+		o->open_failed_pid = pid ? pid : UINT32_MAX;
+	if (!o->path || fd < 0 || obj_read(o, fd, s->max_bytes) < 0) {
+		/* kept small: what a partial read allocated goes */
 		o->failed = true;
 		s->st.elf_failures++;
-		if (!o->bytes)
-			o->bytes = sizeof(*o);
+		free(o->segs);
+		free(o->syms);
+		free(o->names);
+		o->segs = NULL;
+		o->syms = NULL;
+		o->names = NULL;
+		o->nsegs = o->nsyms = 0;
+		o->bytes = sizeof(*o);
 	} else
 		s->st.elf_loads++;
 	o->tick = ++s->tick;

@@ -135,6 +135,24 @@ static void test_self(void)
 	CHECK(st.elf_evictions == 1 && st.cache_bytes == 0, "evicted at once, cache empty");
 	symbolizer_free(s);
 
+	/* a budget above a failed entry's size but below this binary's
+	 * symbols: the parse stops at the budget and the file is remembered
+	 * as failed, not parsed again for every frame */
+	CHECK(symbolizer_new(512, 8, &s) == 0, "new, 512-byte budget");
+	for (int i = 0; i < 3; i++)
+		CHECK(sym_user(s, (uint32_t)getpid(), (uint64_t)(uintptr_t)dc_test_marker_fn, &f) ==
+			      0 &&
+			  f.name == NULL && f.object && f.offset > 0,
+		      "symbols past the budget: object + offset, no name (frame %d)", i);
+	sym_get_stats(s, &st);
+	CHECK(st.elf_loads == 0 && st.elf_failures == 1 && st.elf_evictions == 0,
+	      "parsed once, kept as failed (loads %llu, failures %llu, evictions %llu)",
+	      (unsigned long long)st.elf_loads, (unsigned long long)st.elf_failures,
+	      (unsigned long long)st.elf_evictions);
+	CHECK(st.cache_bytes > 0 && st.cache_bytes <= 4096,
+	      "the failed entry fits the budget (%llu)", (unsigned long long)st.cache_bytes);
+	symbolizer_free(s);
+
 	/* the process table is bounded too */
 	CHECK(symbolizer_new(64 << 20, 2, &s) == 0, "new, 2 processes");
 	sym_note_pid(s, (uint32_t)getpid(), 0);
