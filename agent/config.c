@@ -160,7 +160,7 @@ static const struct dc_cfg_item items[] = {
     {"traces.zstd_level", CFG_INT, F(traces_zstd_level), "1", 1, 19, NULL,
      "zstd level of trace batches"},
     {"traces.sampling.one_in_n", CFG_INT, F(traces_one_in_n), "100", 1, 1000000000, NULL,
-     "keep every Nth call of each thread (weight N); 1 keeps every call"},
+     "keep each call with probability 1/N (weight N); 1 keeps every call"},
     {"traces.sampling.slow_ms", CFG_FLOAT, F(traces_slow_ms), "10", 0, 3600000, NULL,
      "always keep calls at least this slow (weight 1); 0 turns the rule off"},
     {"traces.sampling.rate", CFG_FLOAT, F(traces_rate), "5000", 0, 1e9, NULL,
@@ -190,7 +190,8 @@ static const struct dc_cfg_item items[] = {
     {"budget.cpu", CFG_FLOAT, F(budget_cpu), "0.01", 0, 64, NULL,
      "what the agent may cost, kernel programs plus user space, as a fraction of one core "
      "averaged over budget.period; over it, detail is given up in order (trace sampling ten "
-     "times sparser, traces off, library uprobes off, VFS function probes off; the syscall, "
+     "times sparser, traces off, stack profiles off, library uprobes off, VFS function probes "
+     "off; the syscall, "
      "file, page-cache, io_uring and block layers always stay) and restored in reverse when "
      "back under; 0: no budget"},
     {"budget.period", CFG_FLOAT, F(budget_period), "60", 1, 3600, NULL,
@@ -216,7 +217,7 @@ static const struct dc_cfg_item items[] = {
     {"probes.stacks.slow_ms", CFG_FLOAT, F(stacks_slow_ms), "10", 0, 3600000, NULL,
      "profile every call at least this slow; 0 turns the rule off"},
     {"probes.stacks.one_in_n", CFG_INT, F(stacks_one_in_n), "100", 0, 1000000000, NULL,
-     "profile every Nth call of each thread; 0 turns the rule off, 1 profiles every call"},
+     "profile each call with probability 1/N; 0 turns the rule off, 1 profiles every call"},
     {"probes.stacks.full_cgroups", CFG_STRLIST, F(stacks_full_cgroups), "", 1, 0, NULL,
      "cgroup2 paths whose every call is profiled, descendants included"},
     {"probes.stacks.max_stacks", CFG_INT, F(stacks_max_stacks), "4096", 64, 1 << 20, NULL,

@@ -197,11 +197,17 @@ const struct fname *fname_get(struct fname_table *t, uint32_t dev, uint64_t ino,
 
 bool fhash_first(struct fhash_seen *s, uint64_t h)
 {
-	uint64_t *slot = &s->slot[(h * 0x9E3779B97F4A7C15ULL) >> 48];
+	uint64_t *w = &s->slot[fhash_set(h) * FHASH_SEEN_WAYS];
+	int i;
 
-	/* 0 marks an empty slot; a path hashing to 0 is published every time */
-	if (*slot == h && h)
-		return false;
-	*slot = h;
-	return true;
+	/* 0 marks an empty way; a path hashing to 0 is published every time */
+	for (i = 0; i < FHASH_SEEN_WAYS - 1 && !(w[i] == h && h); i++)
+		;
+	/* most recent first: h moves to way 0, the ways before it down one
+	 * (not found: the last way, the least recent, is displaced) */
+	bool found = w[i] == h && h;
+
+	memmove(w + 1, w, (size_t)i * sizeof(*w));
+	w[0] = h;
+	return !found;
 }

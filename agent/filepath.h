@@ -54,12 +54,22 @@ int fname_put(struct fname_table *t, uint32_t dev, uint64_t ino, const char *pat
 /* NULL when unknown; marks the entry used in window */
 const struct fname *fname_get(struct fname_table *t, uint32_t dev, uint64_t ino, uint64_t window);
 
-/* Hashes already published this run: direct mapped, so a collision
- * publishes a name twice, which a dictionary consumer absorbs. */
+/* Hashes already published this run: sets of FHASH_SEEN_WAYS, the least
+ * recently offered way displaced, so a name is published again only when
+ * its set has seen that many others since (a direct-mapped table of the
+ * same size republished two hot files sharing a slot at every turn:
+ * among 300 files, even odds of such a pair). A dictionary consumer
+ * absorbs a repeat. */
 #define FHASH_SEEN_SLOTS 65536
+#define FHASH_SEEN_WAYS	 4
 struct fhash_seen {
 	uint64_t slot[FHASH_SEEN_SLOTS];
 };
+/* the set h falls in */
+static inline size_t fhash_set(uint64_t h)
+{
+	return (size_t)((h * 0x9E3779B97F4A7C15ULL) >> 50);
+}
 /* true the first time h is offered (and after h was displaced) */
 bool fhash_first(struct fhash_seen *s, uint64_t h);
 

@@ -121,6 +121,7 @@ struct manager {
 	struct window_losses {
 		uint64_t map_full, ring_full, sampled_out, recursion_misses;
 		uint64_t queue_full, spool_shed, sink_dropped_bytes, sink_dropped_records;
+		uint64_t trace_unsealed;
 	} losses;
 	struct dc_probe_report probes[10];
 	size_t n_probes;
@@ -643,6 +644,7 @@ static void traces_publish(struct manager *m, const struct dc_window *w)
 				  "Cannot compress the trace batch of window %llu: %m; its %llu "
 				  "events are lost",
 				  (unsigned long long)w->seq, (unsigned long long)st.events);
+		m->tstat.unsealed += st.events;
 		return;
 	}
 	if (!m->tbatch.len)
@@ -657,21 +659,24 @@ static void traces_publish(struct manager *m, const struct dc_window *w)
 }
 
 /* Read the trace ring: file names first, so that the events' files have
- * their names; a batch past its bound is sealed without waiting. */
-static void traces_read(struct manager *m)
+ * their names; a batch past its bound is sealed without waiting, as window
+ * w's (at a close, the window closed, whose calls these are). */
+static void traces_read(struct manager *m, const struct dc_window *w)
 {
 	if (m->files)
 		probe_file_consume(m->files, m->win.cur.seq);
 	traces_consume(m->traces);
 	if (traces_batch_full(m->traces)) {
 		m->tstat.too_many++;
-		traces_publish(m, &m->win.cur);
+		traces_publish(m, w);
 	}
 }
 
 static int on_traces_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
-	traces_read(userdata);
+	struct manager *m = userdata;
+
+	traces_read(m, &m->win.cur);
 	return 0;
 }
 
@@ -735,7 +740,7 @@ static int on_traces_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct manager *m = userdata;
 
-	traces_read(m);
+	traces_read(m, &m->win.cur);
 	return sd_event_source_set_time_relative(s, m->traces_flush_usec);
 }
 
@@ -793,6 +798,7 @@ static void window_losses(struct manager *m, const struct dc_agent_stats *st)
 			 st->tr_window.layers[DC_LAYER_VFS][DC_TR_DROPPED] +
 			 st->tr_window.layers[DC_LAYER_BLOCK][DC_TR_DROPPED],
 	    .sampled_out = st->tr_out,
+	    .trace_unsealed = st->tr_window.unsealed,
 	    .recursion_misses = st->recursion_misses + st->blk_recursion_misses +
 				st->pc_recursion_misses + st->ur_recursion_misses,
 	};
@@ -831,6 +837,8 @@ static void report_self(struct dc_json *j, void *opaque)
 	json_u64(j, l->sink_dropped_bytes);
 	json_key(j, "sink_dropped_records");
 	json_u64(j, l->sink_dropped_records);
+	json_key(j, "trace_unsealed");
+	json_u64(j, l->trace_unsealed);
 	json_obj_end(j);
 
 	json_key(j, "budget");
@@ -930,7 +938,7 @@ static int manager_close_window(struct manager *m)
 	/* the syscall map has flipped: every call it counted as kept has its
 	 * event in the ring */
 	if (m->traces)
-		traces_read(m);
+		traces_read(m, &w);
 
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	featvec_sort(res.entries, res.n);
@@ -1371,7 +1379,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 	if ((ch & CH_TRACE_POLICY) && m->traces && !(ch & FAM_SYSCALL)) {
 		char err[512];
 
-		r = traces_set_policy(m->traces, &nc, err, sizeof(err));
+		r = traces_set_policy(m->traces, &nc, false, err, sizeof(err));
 		if (r < 0) {
 			/* checked above: a cgroup removed since */
 			log_error("Reload: trace sampling not changed: %s", err);
@@ -1400,6 +1408,9 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 
 		if (selfcost_new(nc.self_bpf_stats, nc.self_bpf_stats_duty, nc.self_map_scan_sec,
 				 &sc) >= 0) {
+			/* the programs were read at the last close: their time since,
+			 * not since their load, is the next window's */
+			selfcost_adopt(sc, m->cost);
 			selfcost_free(m->cost);
 			m->cost = sc;
 			stats_window_start(m, clock_ns(CLOCK_MONOTONIC), nc.interval);
@@ -1556,7 +1567,7 @@ static void budget_apply(struct manager *m, unsigned level)
 			rc.traces_cgroup_rate /= 10;
 			rc.traces_full_cgroups[0] = 0;
 		}
-		r = traces_set_policy(m->traces, &rc, err, sizeof(err));
+		r = traces_set_policy(m->traces, &rc, true, err, sizeof(err));
 		if (r >= 0)
 			r = traces_pause(m->traces, level >= DC_BUDGET_TRACES_OFF);
 		if (r < 0)

@@ -67,6 +67,7 @@ static uint8_t kind_of_op(const char *op)
 	    {"close", DC_FK_META},
 	    {"lseek", DC_FK_META},
 	    {"fstat", DC_FK_META},
+	    {"newfstatat", DC_FK_META_AT},
 	    {"ftruncate", DC_FK_META},
 	    {"fallocate", DC_FK_META},
 	    {"fadvise64", DC_FK_META},

@@ -543,6 +543,8 @@ static void stacks_agent_fields(struct dc_json *j, const struct stacks_drain *d)
 	json_obj_end(j);
 	json_key(j, "caller_fixups");
 	json_u64(j, d->caller_fixups);
+	json_key(j, "kallsyms_reads");
+	json_u64(j, d->kallsyms_reads);
 	json_key(j, "flip_us");
 	json_u64(j, d->flip_us);
 	json_key(j, "drain_us");

@@ -143,6 +143,19 @@ static int prev_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+void selfcost_adopt(struct selfcost *s, struct selfcost *old)
+{
+	struct prog_prev *t = s->prev;
+	size_t n = s->n_prev, cap = s->cap_prev;
+
+	s->prev = old->prev;
+	s->n_prev = old->n_prev;
+	s->cap_prev = old->cap_prev;
+	old->prev = t;
+	old->n_prev = n;
+	old->cap_prev = cap;
+}
+
 static const struct prog_prev *prev_find(const struct selfcost *s, uint32_t id)
 {
 	struct prog_prev k = {.id = id};
@@ -294,6 +307,11 @@ void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, si
 			s->on_since_ns = now_ns;
 		}
 		s->scale = s->on_ns ? (double)window_ns / (double)s->on_ns : 0;
+		/* kernel.bpf_stats_enabled = 1: the programs were timed all
+		 * window whatever the agent switched (another tool's fd does
+		 * the same, and is not seen here) */
+		if (sysctl_stats_on())
+			s->scale = 1;
 		s->on_ns = 0;
 	}
 	s->n_cur = s->n_progs = s->n_layers = s->n_maps = s->n_rings = 0;

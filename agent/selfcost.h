@@ -33,6 +33,9 @@ struct selfcost_layer {
  * count are what ran while on, times window / time on. */
 int selfcost_new(bool bpf_stats, double duty, double map_scan_sec, struct selfcost **ret);
 struct selfcost *selfcost_free(struct selfcost *s);
+/* Take over old's last readings of the programs, so that a replacement
+ * (self.* reloaded) counts the programs from then, not from their load. */
+void selfcost_adopt(struct selfcost *s, struct selfcost *old);
 
 /* Read the counters of every program of the layers: the account of the
  * window that ended at now_ns (CLOCK_MONOTONIC). */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Local trace files: each window's batch (one zstd frame of NDJSON) is
- * appended to trace-<host>-<start>-<seq>.pfw.zst; a file closes past its
+ * appended to trace-<start>-<host>-<seq>.pfw.zst; a file closes past its
  * size or age, and the directory's trace files stay under a bound by
  * deleting the oldest, counted. Concatenated zstd frames are one valid zstd
  * stream: `zstd -dc file.pfw.zst` gives the NDJSON of every window in it.
@@ -33,20 +33,39 @@ struct sink_trace {
 	char host[128];
 	uint64_t rotate_bytes, rotate_usec, max_bytes;
 	int fd;
-	uint64_t opened_usec, seq;
-	struct tfile *files; /* oldest first; the last is the open one */
+	uint64_t opened_usec, seq; /* opened_usec: CLOCK_MONOTONIC */
+	struct tfile *files;	   /* oldest first; the last is the open one */
 	size_t n, cap;
 	uint64_t total; /* bytes of every listed file */
 	uint64_t deleted_files, deleted_bytes, write_errors;
 	bool logged;
 };
 
-static uint64_t now_usec(void)
+static uint64_t usec_of(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* the name's time; a file's age is judged on the monotonic clock, which a
+ * step of the wall clock does not move */
+static uint64_t now_usec(void)
+{
+	return usec_of(CLOCK_REALTIME);
+}
+
+/* Whether name is one of this host's trace files,
+ * trace-<16 digits>-<host>-<6 digits>.pfw.zst: a directory shared by
+ * nodes holds the others' too, which are theirs to bound. */
+static bool ours(const struct sink_trace *t, const char *name)
+{
+	size_t l = strlen(name), hl = strlen(t->host);
+
+	return l == 6 + 16 + 1 + hl + 1 + 6 + 8 && !strncmp(name, "trace-", 6) && name[22] == '-' &&
+	       !strncmp(name + 23, t->host, hl) && name[23 + hl] == '-' &&
+	       !strcmp(name + l - 8, ".pfw.zst");
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -64,12 +83,10 @@ static int scan(struct sink_trace *t)
 	if (!d)
 		return -errno;
 	while ((e = readdir(d))) {
-		size_t l = strlen(e->d_name);
 		struct tfile *f;
 		struct stat st;
 
-		if (strncmp(e->d_name, "trace-", 6) || l < 9 ||
-		    strcmp(e->d_name + l - 8, ".pfw.zst"))
+		if (!ours(t, e->d_name))
 			continue;
 		if (fstatat(dirfd(d), e->d_name, &st, 0) < 0)
 			continue;
@@ -114,18 +131,25 @@ static int open_next(struct sink_trace *t)
 	f = VEC_PUSH(t->files, t->n, t->cap);
 	if (!f)
 		return -ENOMEM;
-	/* zero-padded start time first: names sort by age */
-	snprintf(f->name, sizeof(f->name), "trace-%016" PRIu64 "-%s-%06" PRIu64 ".pfw.zst",
-		 (uint64_t)(now / USEC_PER_SEC), t->host, t->seq++);
-	snprintf(path, sizeof(path), "%s/%s", t->dir, f->name);
-	t->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	/* a new file each time: an agent restarted within the second would
+	 * otherwise append to its predecessor's file, after a frame that may
+	 * be torn, and list it twice */
+	for (int tries = 0;; tries++) {
+		/* zero-padded start time first: names sort by age */
+		snprintf(f->name, sizeof(f->name), "trace-%016" PRIu64 "-%s-%06" PRIu64 ".pfw.zst",
+			 (uint64_t)(now / USEC_PER_SEC), t->host, t->seq++ % 1000000);
+		snprintf(path, sizeof(path), "%s/%s", t->dir, f->name);
+		t->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0640);
+		if (t->fd >= 0 || errno != EEXIST || tries == 1000)
+			break;
+	}
 	if (t->fd < 0) {
 		int r = -errno;
 
 		t->n--;
 		return r;
 	}
-	t->opened_usec = now;
+	t->opened_usec = usec_of(CLOCK_MONOTONIC);
 	return 0;
 }
 
@@ -146,7 +170,7 @@ static int trace_write(struct dc_sink *s, enum dc_rec_type type, const struct dc
 	if (type != DC_REC_TRACE)
 		return 0;
 	if (t->fd >= 0 && (t->files[t->n - 1].bytes + len > t->rotate_bytes ||
-			   now_usec() - t->opened_usec > t->rotate_usec))
+			   usec_of(CLOCK_MONOTONIC) - t->opened_usec > t->rotate_usec))
 		close_current(t);
 	enforce(t, len);
 	if (t->fd < 0) {

@@ -59,6 +59,7 @@ struct stacks {
 	uint64_t counters_prev[DC_STK_CNT_MAX];
 	struct dc_stk_val overflow_prev;
 	struct symbolizer *sym;
+	uint64_t modules_hash; /* /proc/modules when kallsyms was last read; 0: not since start */
 	struct ring_buffer *newpid; /* processes announced by the programs */
 	struct entry *ent;
 	size_t n_ent, cap_ent;
@@ -380,6 +381,49 @@ static void user_frame(struct stacks *s, const struct entry *e, uint64_t ip)
 	note_object(s, e, base, &f);
 }
 
+/* Which modules are loaded where: FNV-1a of each /proc/modules line's name,
+ * size and address (not its use count or state, which move all the time);
+ * 1 where the kernel has no modules. Never 0. */
+static uint64_t modules_hash(void)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/modules", "re");
+	uint64_t h = 0xcbf29ce484222325ULL;
+	char line[512];
+
+	if (!f)
+		return 1;
+	while (fgets(line, sizeof(line), f)) {
+		char name[128], addr[32] = "";
+		unsigned long size = 0;
+
+		if (sscanf(line, "%127s %lu %*s %*s %*s %31s", name, &size, addr) < 2)
+			continue;
+		for (const char *p = name; *p; p++)
+			h = (h ^ (uint64_t)(unsigned char)*p) * 0x100000001b3ULL;
+		h = (h ^ size) * 0x100000001b3ULL;
+		for (const char *p = addr; *p; p++)
+			h = (h ^ (uint64_t)(unsigned char)*p) * 0x100000001b3ULL;
+	}
+	return h | 1;
+}
+
+/* Kernel symbols read again at the first drain, once this agent's programs
+ * are loaded (their JIT images are the switch-out stacks' leaf frames, cut
+ * by name), and whenever the modules change (a file system's module loaded
+ * at its first mount): else their addresses take the nearest symbol read
+ * before. */
+static void kallsyms_refresh(struct stacks *s)
+{
+	uint64_t h = modules_hash();
+
+	if (h == s->modules_hash)
+		return;
+	if (symbolizer_load_kallsyms(s->sym, "/proc/kallsyms") < 0)
+		return; /* the symbols read before stay */
+	s->modules_hash = h;
+	s->d.kallsyms_reads++;
+}
+
 static int read_stack(struct stacks *s, int gen, int32_t id, uint64_t *ips)
 {
 	memset(ips, 0, sizeof(uint64_t) * DC_STACK_DEPTH);
@@ -551,6 +595,7 @@ int stacks_flip_and_drain(struct stacks *s, struct stacks_drain *out)
 	t1 = now_us();
 	/* one process's keys together: its mappings are looked up once */
 	qsort(s->ent, s->n_ent, sizeof(*s->ent), ent_cmp);
+	kallsyms_refresh(s);
 	sym_new_batch(s->sym);
 	for (size_t i = 0; i < s->n_ent; i++) {
 		struct stack_row *row;

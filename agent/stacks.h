@@ -50,7 +50,8 @@ struct stacks_drain {
 	uint64_t counters[DC_STK_CNT_MAX];
 	uint64_t unattributed_count, unattributed_time_ns, unattributed_bytes;
 	uint64_t flip_us, drain_us, symbolize_us;
-	uint64_t caller_fixups; /* frameless leaves' callers put back */
+	uint64_t caller_fixups;	 /* frameless leaves' callers put back */
+	uint64_t kallsyms_reads; /* kernel symbols read again (first drain, modules changed) */
 	struct sym_stats sym;
 };
 

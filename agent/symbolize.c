@@ -177,13 +177,15 @@ static int by_kaddr(const void *a, const void *b)
 int symbolizer_load_kallsyms(struct symbolizer *s, const char *path)
 {
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	/* built apart and swapped in whole: a read again (modules loaded) that
+	 * fails keeps the table it would have replaced */
+	_cleanup_free_ struct ksym *ks = NULL;
+	_cleanup_free_ char *arena = NULL;
+	size_t n = 0, len_all = 0, cap = 0, acap = 0;
 	char line[512];
-	size_t cap = 0, acap = 0;
 
 	if (!f)
 		return -errno;
-	s->nksyms = 0;
-	s->karena_len = 0;
 	while (fgets(line, sizeof(line), f)) {
 		const char *p = line, *name;
 		char type;
@@ -203,27 +205,32 @@ int symbolizer_load_kallsyms(struct symbolizer *s, const char *path)
 		len = strcspn(name, " \t\n");
 		if (!len || len > 255)
 			continue;
-		if (s->karena_len + len + 1 > acap) {
-			char *a = realloc(s->karena, acap = (acap + len) * 2);
+		if (len_all + len + 1 > acap) {
+			char *x = realloc(arena, acap = (acap + len) * 2);
 
-			if (!a)
+			if (!x)
 				return -ENOMEM;
-			s->karena = a;
+			arena = x;
 		}
-		if (s->nksyms == cap) {
-			struct ksym *k =
-			    realloc(s->ksyms, (cap = cap ? cap * 2 : 4096) * sizeof(*k));
+		if (n == cap) {
+			struct ksym *k = realloc(ks, (cap = cap ? cap * 2 : 4096) * sizeof(*k));
 
 			if (!k)
 				return -ENOMEM;
-			s->ksyms = k;
+			ks = k;
 		}
-		memcpy(s->karena + s->karena_len, name, len);
-		s->karena[s->karena_len + len] = 0;
-		s->ksyms[s->nksyms++] = (struct ksym){addr, (uint32_t)s->karena_len};
-		s->karena_len += len + 1;
+		memcpy(arena + len_all, name, len);
+		arena[len_all + len] = 0;
+		ks[n++] = (struct ksym){addr, (uint32_t)len_all};
+		len_all += len + 1;
 	}
-	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), by_kaddr);
+	qsort(ks, n, sizeof(*ks), by_kaddr);
+	free(s->ksyms);
+	free(s->karena);
+	s->ksyms = TAKE_PTR(ks);
+	s->karena = TAKE_PTR(arena);
+	s->nksyms = n;
+	s->karena_len = len_all;
 	return 0;
 }
 

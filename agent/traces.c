@@ -47,9 +47,24 @@ static uint64_t clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-/* The policy the configuration asks for, checked; full-trace cgroups by id. */
+#define GCRA_MAX_NS (1ULL << 62)
+
+static __u64 gap_ns(double rate)
+{
+	double g = 1e9 / rate;
+
+	return g >= (double)GCRA_MAX_NS ? GCRA_MAX_NS : (__u64)g;
+}
+
+static __u64 burst_ns(__u64 gap, int64_t burst)
+{
+	return burst > 0 && gap > GCRA_MAX_NS / (__u64)burst ? GCRA_MAX_NS : gap * (__u64)burst;
+}
+
+/* The policy the configuration asks for, checked; full-trace cgroups by id
+ * (skip_gone: those whose directory is gone are left out, not an error). */
 static int build_policy(const struct dc_config *cfg, struct dc_trace_cfg *p, uint64_t *ids,
-			unsigned *n_ids, char *err, size_t errlen)
+			unsigned *n_ids, bool skip_gone, char *err, size_t errlen)
 {
 	char root[PATH_MAX], list[sizeof(cfg->traces_full_cgroups)], *save = NULL;
 
@@ -67,14 +82,16 @@ static int build_policy(const struct dc_config *cfg, struct dc_trace_cfg *p, uin
 			 cfg->traces_slice_ms, cfg->traces_period_s);
 		return -EINVAL;
 	}
-	/* GCRA: one event per gap; a burst is burst gaps of credit */
+	/* GCRA: one event per gap; a burst is burst gaps of credit (both held
+	 * to 2^62 ns, 146 years: a rate of 1e-12/s is one that never lets
+	 * through, not an overflow) */
 	if (cfg->traces_rate > 0) {
-		p->node_gap_ns = (__u64)(1e9 / cfg->traces_rate);
-		p->node_burst_ns = p->node_gap_ns * (__u64)cfg->traces_burst;
+		p->node_gap_ns = gap_ns(cfg->traces_rate);
+		p->node_burst_ns = burst_ns(p->node_gap_ns, cfg->traces_burst);
 	}
 	if (cfg->traces_cgroup_rate > 0) {
-		p->cg_gap_ns = (__u64)(1e9 / cfg->traces_cgroup_rate);
-		p->cg_burst_ns = p->cg_gap_ns * (__u64)cfg->traces_cgroup_burst;
+		p->cg_gap_ns = gap_ns(cfg->traces_cgroup_rate);
+		p->cg_burst_ns = burst_ns(p->cg_gap_ns, cfg->traces_cgroup_burst);
 	}
 	*n_ids = 0;
 	snprintf(list, sizeof(list), "%s", cfg->traces_full_cgroups);
@@ -98,6 +115,8 @@ static int build_policy(const struct dc_config *cfg, struct dc_trace_cfg *p, uin
 		snprintf(path, sizeof(path), "%s/%s", root, c[0] == '/' ? c + 1 : c);
 		/* a cgroup2 id is the inode number of its directory */
 		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			if (skip_gone)
+				continue;
 			snprintf(err, errlen, "traces.sampling.full_cgroups: no cgroup %s (%s)", c,
 				 path);
 			return -ENOENT;
@@ -116,7 +135,7 @@ int traces_new(const struct dc_config *cfg, const char *host, struct traces **re
 
 	if (!t)
 		return -ENOMEM;
-	r = build_policy(cfg, &t->policy, t->full_ids, &t->n_full, err, errlen);
+	r = build_policy(cfg, &t->policy, t->full_ids, &t->n_full, false, err, errlen);
 	if (r < 0) {
 		free(t);
 		return r;
@@ -322,15 +341,16 @@ int traces_check_policy(const struct dc_config *cfg, char *err, size_t errlen)
 	uint64_t ids[MAX_FULL_CGROUPS];
 	unsigned n;
 
-	return build_policy(cfg, &p, ids, &n, err, errlen);
+	return build_policy(cfg, &p, ids, &n, false, err, errlen);
 }
 
-int traces_set_policy(struct traces *t, const struct dc_config *cfg, char *err, size_t errlen)
+int traces_set_policy(struct traces *t, const struct dc_config *cfg, bool skip_gone, char *err,
+		      size_t errlen)
 {
 	struct dc_trace_cfg p;
 	uint64_t ids[MAX_FULL_CGROUPS];
 	unsigned n;
-	int r = build_policy(cfg, &p, ids, &n, err, errlen);
+	int r = build_policy(cfg, &p, ids, &n, skip_gone, err, errlen);
 
 	if (r < 0)
 		return r;

@@ -51,8 +51,11 @@ int traces_start(struct traces *t, struct syscall_bpf *skel);
  * families must then be reloaded too (the manager does).
  */
 int traces_share(struct traces *t, struct bpf_object *obj);
-/* A new policy (reload): no program is reloaded. */
-int traces_set_policy(struct traces *t, const struct dc_config *cfg, char *err, size_t errlen);
+/* A new policy (reload, a budget step): no program is reloaded. skip_gone:
+ * full_cgroups whose cgroup is gone are left out (a finished job's, when
+ * the budget restores the configured policy), not an error. */
+int traces_set_policy(struct traces *t, const struct dc_config *cfg, bool skip_gone, char *err,
+		      size_t errlen);
 /* Whether cfg's sampling policy can be built here (its cgroups exist, its
  * slice fits its period), without applying it: a reload checks first. */
 int traces_check_policy(const struct dc_config *cfg, char *err, size_t errlen);
@@ -69,6 +72,7 @@ struct traces_window {
 	uint64_t raw_bytes, zstd_bytes;
 	uint64_t unknown;  /* events the reader could not parse (other version) */
 	uint64_t too_many; /* batches sealed early (traces.batch_max_mib) */
+	uint64_t unsealed; /* events of batches the compression failed on: lost */
 	/* the non-syscall layers' calls by outcome since the last read
 	 * (traces_layers_read); the syscall layer's row stays 0 */
 	uint64_t layers[DC_LAYER_MAX][DC_TR_OUTCOMES];

@@ -24,6 +24,28 @@ extern const volatile bool plain_updates;
 #define DC_SEC_LICENSE char LICENSE[] SEC("license") = "GPL"
 
 /*
+ * The next draw of a 1-in-N sampler whose state is *state (xorshift32,
+ * seeded from the kernel's generator on first use): a call is kept when
+ * the draw % N == 0, with probability 1/N independently of every other
+ * call. A counter kept 1-in-N at fixed positions instead: a thread making
+ * fewer calls than the start-up's did before its I/O was never sampled,
+ * and a loop alternating two calls under an even N kept only one of them.
+ * Shifts and xors: no helper call but the seed's.
+ */
+static __always_inline __u32 dc_draw(__u32 *state)
+{
+	__u32 x = *state;
+
+	if (!x)
+		x = bpf_get_prandom_u32() | 1;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	*state = x;
+	return x;
+}
+
+/*
  * Submit flags for a ring the agent reads on its own schedule (a timer, each
  * window's close): a wake-up only once the ring is past half full, so that
  * a busy node does not pay one wake-up of the agent per event.

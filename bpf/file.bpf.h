@@ -402,6 +402,11 @@ static __always_inline void file_enter(struct dc_file_stash *st, struct task_str
 	struct file *f;
 	bool want_pos;
 
+	/* AT_EMPTY_PATH (0x1000): the descriptor's own file if the path is
+	 * "", which the exit checks (the string may not be paged in yet here:
+	 * the kernel reads it during the call) */
+	if (kind == DC_FK_META_AT && !(a3 & 0x1000))
+		kind = DC_FK_NONE;
 	st->kind = kind;
 	st->fd = kind == DC_FK_NONE || kind == DC_FK_OPEN ? -1 : (__s32)a0;
 	if (kind == DC_FK_NONE || kind == DC_FK_OPEN)
@@ -511,6 +516,13 @@ static __always_inline void file_exit(struct dc_file_stash *fs, struct task_stru
 	__u8 blkbits;
 	bool rd;
 
+	if (kind == DC_FK_META_AT) {
+		char c = 1;
+
+		if (bpf_probe_read_user(&c, 1, (const void *)fs->buf) || c)
+			return; /* a path beside the descriptor: another file's call */
+		kind = DC_FK_META;
+	}
 	if (kind == DC_FK_OPEN) {
 		if (ret < 0)
 			return; /* no file to charge: the syscall layer has the error */

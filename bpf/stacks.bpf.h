@@ -142,11 +142,11 @@ static __always_inline void stacks_enter(struct dc_stash *st, bool persistent)
 		__u32 seq;
 
 		if (persistent)
-			seq = ++st->stk_seen;
+			seq = dc_draw(&st->stk_seen);
 		else {
 			__u32 *pc = bpf_map_lookup_elem(&stk_percpu, &zero);
 
-			seq = pc ? ++*pc : 0;
+			seq = pc ? dc_draw(pc) : 0;
 		}
 		if (seq % n == 0)
 			flags = DC_STK_MARK;

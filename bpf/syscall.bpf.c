@@ -215,7 +215,7 @@ static __always_inline int stash_take(struct task_struct *task, __u32 tid, __u32
 	if (files_on)
 		*fs = st->f;
 	if (traces_on)
-		*tr_seq = use_task_storage ? ++st->tr_seen : trace_cpu_seq();
+		*tr_seq = use_task_storage ? dc_draw(&st->tr_seen) : trace_cpu_seq();
 	if (stacks_on) {
 		sc->flags = st->stk_flags;
 		sc->kstack = st->kstack;
@@ -396,9 +396,8 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 	if (ret <= -512 && ret >= -514 && hs) {
 		hs->ts = ts;
 		hs->restarting = 1;
-		/* its 1-in-N position is the completed call's, not this exit's */
-		if (traces_on)
-			hs->tr_seen--;
+		/* its 1-in-N draw is the completed call's: this exit's is not
+		 * used, and draws are independent */
 		return;
 	}
 	lat = bpf_ktime_get_ns() - ts;

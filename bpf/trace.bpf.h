@@ -75,7 +75,8 @@ static __always_inline bool bucket_take(__u64 *tat, __u64 now, __u64 gap, __u64 
 
 /* The policy's verdict for one call; *weight and *flags for a kept one. */
 static __always_inline enum trace_outcome trace_decide(__u64 now, __u64 lat, __u64 cgroup_id,
-						       __u32 seq, __u32 *weight, __u16 *flags)
+						       __u32 seq, __u32 *weight, __u16 *flags,
+						       __u64 *cands)
 {
 	__u32 zero = 0, n;
 	struct dc_trace_cfg *c = bpf_map_lookup_elem(&trace_cfg, &zero);
@@ -130,21 +131,45 @@ static __always_inline enum trace_outcome trace_decide(__u64 now, __u64 lat, __u
 	refused = pc->refused;
 	if (cg)
 		refused += __sync_lock_test_and_set(&cg->refused, 0);
+	*cands = refused + 1;
 	w = (__u64)n * (refused + 1);
-	if (c->slice_ns && c->period_ns)
-		w = w * c->period_ns / c->slice_ns;
+	/* x period / slice, saturated (as below) before a product can wrap (a
+	 * minute's period in ns times a weight of 3e8 would): the quotient's
+	 * part, then the remainder's, whose product stays under 2^64 with
+	 * both sides shifted where the slice is past 2^32 ns */
+	if (c->slice_ns && c->period_ns) {
+		__u64 q = c->period_ns / c->slice_ns, r = c->period_ns % c->slice_ns;
+		int sh = c->slice_ns >> 32 ? 10 : 0;
+
+		if (w >> 32 || q >> 32)
+			w = ~0ULL;
+		else
+			w = w * q + w * (r >> sh) / (c->slice_ns >> sh);
+	}
 	pc->refused = 0;
 	*weight = w > 0xffffffffULL ? 0xffffffffU : (__u32)w;
 	return TR_KEPT;
 }
 
-/* The 1-in-N position of this call: per thread where the stash persists. */
+/* A kept call the ring had no room for: the candidates its weight stood
+ * for (it and those refused before it) go to the next event kept on this
+ * CPU, as refused calls' do: the full ring is when weights matter most. */
+static __always_inline void trace_weight_back(__u64 cands)
+{
+	__u32 zero = 0;
+	struct trace_cpu *pc = bpf_map_lookup_elem(&trace_percpu, &zero);
+
+	if (pc && cands)
+		pc->refused += cands > 0xffffffffULL - pc->refused ? 0 : (__u32)cands;
+}
+
+/* The 1-in-N draw of this call where the stash does not persist. */
 static __always_inline __u32 trace_cpu_seq(void)
 {
 	__u32 zero = 0;
 	struct trace_cpu *pc = bpf_map_lookup_elem(&trace_percpu, &zero);
 
-	return pc ? ++pc->seen : 0;
+	return pc ? dc_draw(&pc->seen) : 0;
 }
 
 /*
@@ -159,14 +184,17 @@ static __always_inline enum trace_outcome trace_call(__u32 layer, __u32 op, __u6
 {
 	__u32 weight = 1;
 	__u16 flags = 0;
+	__u64 cands = 0; /* full and slow calls stand for themselves alone */
 	struct dc_trace_ev *e;
-	enum trace_outcome o = trace_decide(ts + lat, lat, cgroup_id, seq, &weight, &flags);
+	enum trace_outcome o = trace_decide(ts + lat, lat, cgroup_id, seq, &weight, &flags, &cands);
 
 	if (o != TR_KEPT)
 		return o;
 	e = bpf_ringbuf_reserve(&traces, sizeof(*e), 0);
-	if (!e)
+	if (!e) {
+		trace_weight_back(cands);
 		return TR_DROP;
+	}
 	e->version = DC_TRACE_VERSION;
 	e->layer = layer;
 	e->op = op;
@@ -183,7 +211,8 @@ static __always_inline enum trace_outcome trace_call(__u32 layer, __u32 op, __u6
 	e->fd = fs->kind != DC_FK_NONE ? fs->fd : -1;
 	if (fs->kind != DC_FK_NONE && fs->ino) {
 		flags |= DC_TEV_FILE;
-		if (fs->kind != DC_FK_META && fs->kind != DC_FK_SYNC && fs->kind != DC_FK_OPEN)
+		if (fs->kind != DC_FK_META && fs->kind != DC_FK_META_AT && fs->kind != DC_FK_SYNC &&
+		    fs->kind != DC_FK_OPEN)
 			flags |= DC_TEV_OFFSET;
 		e->ino = fs->ino;
 		e->dev = fs->dev;

@@ -33,7 +33,10 @@ enum dc_file_kind {
 	DC_FK_META = 7, /* fd = arg0: close, fstat, lseek, ftruncate, fallocate, ... */
 	DC_FK_SYNC = 8, /* fd = arg0: fsync, fdatasync, sync_file_range */
 	DC_FK_OPEN = 9, /* the file is the returned fd: open, openat, openat2, creat */
-	DC_FK_MAX = 10,
+	/* newfstatat(fd, "", buf, AT_EMPTY_PATH), which glibc's fstat() is since
+	 * 2.33: DC_FK_META on fd = arg0; any other path names another file */
+	DC_FK_META_AT = 10,
+	DC_FK_MAX = 11,
 };
 
 /* syscall numbers the table covers; like DC_NR_MAX of the syscall layer */

@@ -75,8 +75,8 @@ struct dc_stash {
 	__u32 op;
 	__u32 filtered;		/* the entry was left out by filter.*: its exit returns quietly */
 	struct dc_file_stash f; /* the file layer's part (bpf/file.bpf.h) */
-	__u32 tr_seen;		/* traces: this thread's calls, for 1-in-N (never reset) */
-	__u32 stk_seen;		/* stacks: this thread's calls, for 1-in-N (never reset) */
+	__u32 tr_seen;		/* traces: this thread's 1-in-N generator (dc_draw) */
+	__u32 stk_seen;		/* stacks: the same, its own */
 	__s32 kstack;		/* stacks: kernel stack id at the first switch-out, or a mark */
 	__u32 kseq;		/* stacks: generation kstack was captured in */
 	__u32 stk_flags;	/* stacks: DC_STK_MARK (kept at exit), DC_STK_WATCH (capture) */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define PAUSE_US 1000000
@@ -103,6 +104,17 @@ int main(int argc, char **argv)
 	/* B reuses the lowest free descriptor number, which was H's */
 	b = create(dir, "b.dat", O_WRONLY);
 	wr(b, buf, 4096);
+	{
+		struct stat stb;
+
+		/* glibc's fstat is newfstatat(b, "", AT_EMPTY_PATH) since 2.33:
+		 * both are B's; a path beside AT_EMPTY_PATH is another file's
+		 * (ENOTDIR here) and is not */
+		if (fstat(b, &stb) < 0 || syscall(SYS_newfstatat, b, "", &stb, AT_EMPTY_PATH) < 0)
+			die("fstat");
+		if (syscall(SYS_newfstatat, b, "x", &stb, AT_EMPTY_PATH) == 0)
+			die("newfstatat with a path beside a file");
+	}
 	close(b);
 
 	/* P: two consecutive writes with a pause between */

@@ -122,7 +122,9 @@ def scenario_selfcost(agent_bin, load_bin):
             break
     else:
         c.check(True, "losses summary agrees with the layers' counters in every window")
-    c.check(sum(r["losses"]["sampled_out"] for r in ag) >= 20000 * 9 // 10,
+    # each call kept with probability 1/10: 18,000 expected, 7 standard
+    # deviations 300 (the node's other calls only add to it)
+    c.check(sum(r["losses"]["sampled_out"] for r in ag) >= 20000 * 9 // 10 - 300,
             "1 in 10 kept: the other 9 counted as sampled out")
     c.check(all(r["budget"] is None for r in ag), "budget.cpu = 0: no budget object")
 

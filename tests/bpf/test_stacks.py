@@ -239,6 +239,11 @@ def proportions(c, agent_bin, load, tool, shot, max_stacks=None):
             "fsync's kernel part: on the CPU, the kernel frames where it blocked, or lost and counted (%s; lost %d)"
             % (";".join(kern[-3:]), klost))
     c.check(all("stacks" in r for r in agents), "every agent record reports the stacks maps")
+    # read at the first drain, and again only if the modules changed: not
+    # every window (100 ms of CPU a read on a node with many modules)
+    reads = [r["stacks"]["kallsyms_reads"] for r in agents if "stacks" in r]
+    c.check(reads and reads[0] == 1 and sum(reads) <= 2,
+            "kernel symbols read again at the first drain, not at every close (%s)" % reads)
     c.eq(sum(r["stacks"]["key_map_full"] for r in agents), 0, "no key lost to a full map")
     c.check(all(r["stacks"]["unattributed"]["count"] == 0 for r in agents), "nothing unattributed")
 

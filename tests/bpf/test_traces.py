@@ -44,13 +44,14 @@ def remove_cgroup(cg):
             time.sleep(0.1)
 
 
-def run_load(load, path, n, slow=0, slow_ms=0, cgroup=None):
+def run_load(load, path, n, slow=0, slow_ms=0, cgroup=None, alternate=False):
     args = [load, path, str(n)] + ([str(slow), str(slow_ms)] if slow else [])
+    env = dict(os.environ, TRACELOAD_ALTERNATE="1" if alternate else "0")
 
     def enter():
         with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
             f.write("0")
-    p = subprocess.run(args, stdout=subprocess.PIPE, check=True, timeout=120,
+    p = subprocess.run(args, stdout=subprocess.PIPE, check=True, timeout=120, env=env,
                        preexec_fn=enter if cgroup else None)
     return int(p.stdout.decode().split()[-1])
 
@@ -127,8 +128,20 @@ def scenario(name, agent_bin, load, export):
         cg_id = os.stat(cg).st_ino
         sampling = sampling.replace("%s", "/" + os.path.basename(cg))
     extra = "ring_mib = 1; flush_ms = 50;" if name == "saturated" else ""
-    conf = ('interval = 0.25;\ntraces = { %s output = { dir = "%s"; }; sampling = { %s }; };\n'
-            % (extra, tdir, sampling))
+    out = ""
+    if name == "one-in-n":
+        # a directory shared with another node, over its bound from the
+        # start: this host's old file goes, the other host's stays
+        os.makedirs(tdir)
+        theirs = os.path.join(tdir, "trace-%016d-dc-other-host-000000.pfw.zst" % 1)
+        mine_old = os.path.join(tdir, "trace-%016d-dc-this-host-000000.pfw.zst" % 2)
+        for f in (theirs, mine_old):
+            with open(f, "wb") as fh:
+                fh.write(b"\0" * (2 << 20))
+        out = " max_mib = 1;"
+    conf = ('interval = 0.25;\n%straces = { %s output = { dir = "%s";%s }; sampling = { %s }; };\n'
+            % ('host = "dc-this-host";\n' if name == "one-in-n" else "", extra, tdir, out,
+               sampling))
     try:
         a = Agent(agent_bin, conf)
         if name == "saturated":
@@ -143,7 +156,8 @@ def scenario(name, agent_bin, load, export):
             pid = run_load(load, data, 10000, slow=5, slow_ms=30)
         else:
             t0 = time.monotonic()
-            pid = run_load(load, data, 10000 if name != "full" else 1000, cgroup=cg)
+            pid = run_load(load, data, 10000 if name != "full" else 1000, cgroup=cg,
+                           alternate=name == "one-in-n")
             elapsed = time.monotonic() - t0
         c.eq(a.stop(), 0, "agent exits 0")
         recs = a.records()
@@ -151,6 +165,11 @@ def scenario(name, agent_bin, load, export):
         if cg:
             remove_cgroup(cg)
     tot = agent_counts(c, recs)
+    if name == "one-in-n":
+        c.check(os.path.exists(theirs) and not os.path.exists(mine_old),
+                "a shared directory over its bound: this host's oldest file deleted, "
+                "another host's kept")
+        os.unlink(theirs)
     files, trs = read_traces(c, tdir)
     c.eq(sum(1 for r in trs if r.get("ph") == "X"), tot["events"],
          "the files hold every event the agent records say it wrote")
@@ -159,11 +178,21 @@ def scenario(name, agent_bin, load, export):
     pw = [r for r in mine if r["name"] == "pwrite64"]
     wsum = sum(r["args"]["weight"] for r in pw)
     if name == "one-in-n":
-        c.eq(len(pw), 1000, "1-in-10 of 10,000 pwrite64 calls kept")
-        c.eq({r["args"]["weight"] for r in pw}, {10}, "each stands for 10 calls")
-        c.eq(wsum, 10000, "the weights add up to the calls")
+        # each call kept with probability 1/10, independently: of 10,000
+        # pwrite64 and 10,000 pread64 alternating, about 1,000 of each (5
+        # standard deviations: 150). A rule keeping fixed positions (every
+        # 10th call of the thread) kept every pwrite64 or every pread64 and
+        # none of the other
+        pr = [r for r in mine if r["name"] == "pread64"]
+        for what, got in (("pwrite64", pw), ("pread64", pr)):
+            c.check(abs(len(got) - 1000) <= 150,
+                    "1-in-10 of 10,000 %s calls kept, alternating with the other: %d"
+                    % (what, len(got)))
+            c.eq({r["args"]["weight"] for r in got}, {10}, "each %s stands for 10 calls" % what)
+        c.check(abs(wsum - 10000) <= 1500,
+                "the pwrite64 weights estimate the calls: %d for 10,000" % wsum)
         c.check(all(r["args"]["size"] == 4096 and r["args"]["ret"] == 4096 and
-                    "fhash" in r["args"] and "offset" in r["args"] for r in pw),
+                    "fhash" in r["args"] and "offset" in r["args"] for r in pw + pr),
                 "size, ret, file hash and offset of each call")
     elif name == "slow":
         rd = [r for r in mine if r["name"] == "read" and r["args"].get("slow")]
@@ -173,8 +202,10 @@ def scenario(name, agent_bin, load, export):
         # a pwrite slowed past 10 ms by the machine is kept as slow instead
         # of by the 1-in-N rule: each can take the place of one sampled call
         fast = [r for r in pw if not r["args"].get("slow")]
-        c.check(abs(len(fast) - 10) <= len(pw) - len(fast),
-                "and 1-in-1000 of the 10,000 fast ones (%d sampled, %d kept as slow)"
+        # each drawn with probability 1/1000: 10 expected, 5 standard
+        # deviations 16
+        c.check(abs(len(fast) - 10) <= 16 + len(pw) - len(fast),
+                "and about 1-in-1000 of the 10,000 fast ones (%d sampled, %d kept as slow)"
                 % (len(fast), len(pw) - len(fast)))
     elif name == "bucket":
         # every call of the process draws on its cgroup's bucket, the

@@ -4,6 +4,8 @@
  *   traceload FILE N [SLOW SLOW_MS]
  * N pwrite64 calls of 4096 bytes to FILE, one thread, then SLOW read calls
  * on a pipe that each wait SLOW_MS for a child to write. Prints its pid.
+ * With TRACELOAD_ALTERNATE=1 in the environment, each pwrite64 is followed
+ * by a pread64 of the same block: 2N calls alternating.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@ int main(int argc, char **argv)
 {
 	long n, slow = 0, slow_ms = 0;
 	int fd, p[2];
+	const char *alt = getenv("TRACELOAD_ALTERNATE");
 
 	if (argc != 3 && argc != 5) {
 		fprintf(stderr, "usage: traceload FILE N [SLOW SLOW_MS]\n");
@@ -28,16 +31,22 @@ int main(int argc, char **argv)
 		slow = atol(argv[3]);
 		slow_ms = atol(argv[4]);
 	}
-	fd = open(argv[1], O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	fd = open(argv[1], O_CREAT | O_RDWR | O_TRUNC, 0644);
 	if (fd < 0) {
 		perror("open");
 		return 2;
 	}
-	for (long i = 0; i < n; i++)
+	for (long i = 0; i < n; i++) {
 		if (pwrite(fd, buf, sizeof(buf), (i % 256) * 4096) != (ssize_t)sizeof(buf)) {
 			perror("pwrite");
 			return 2;
 		}
+		if (alt && alt[0] == '1' &&
+		    pread(fd, buf, sizeof(buf), (i % 256) * 4096) != (ssize_t)sizeof(buf)) {
+			perror("pread");
+			return 2;
+		}
+	}
 	close(fd);
 	if (slow) {
 		if (pipe(p) < 0)

@@ -153,5 +153,29 @@ int main(void)
 
 	CHECK(fhash_first(&seen, 42), "first sight of a hash");
 	CHECK(!fhash_first(&seen, 42), "second sight is not first");
+	{
+		/* five hashes of one set: four are held at once, in any order of
+		 * use; a fifth displaces the least recently offered */
+		uint64_t same[5], x = 0x123456789abcdefULL;
+		size_t n = 0, set = fhash_set(0x51ab1e);
+
+		while (n < 5) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			if (x && fhash_set(x) == set)
+				same[n++] = x;
+		}
+		for (int i = 0; i < 4; i++)
+			CHECK(fhash_first(&seen, same[i]), "hash %d of one set: first", i);
+		for (int round = 0; round < 2; round++)
+			for (int i = 3; i >= 0; i--)
+				CHECK(!fhash_first(&seen, same[i]),
+				      "four hashes sharing a set are all remembered (%d, round %d)",
+				      i, round);
+		CHECK(fhash_first(&seen, same[4]), "a fifth in the set: first");
+		/* after the rounds above, same[3] was the least recently offered */
+		CHECK(fhash_first(&seen, same[3]), "the least recently offered was displaced");
+		CHECK(!fhash_first(&seen, same[4]) && !fhash_first(&seen, same[0]),
+		      "the others stay");
+	}
 	return tap_done();
 }

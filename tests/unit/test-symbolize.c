@@ -4,6 +4,7 @@
  * check the BPF programs apply (include/datacrumbs/stacks.h). */
 #include <stdint.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -37,6 +38,22 @@ static void test_kallsyms(void)
 	CHECK(sym_kernel(s, 0xffffffff80000000) == NULL, "below every symbol: unknown");
 	CHECK(symbolizer_load_kallsyms(s, "/nonexistent/kallsyms") == -ENOENT,
 	      "missing file: -ENOENT");
+	CHECK_STR(sym_kernel(s, 0xffffffff81000150) ?: "", "do_one",
+		  "a read that failed keeps the table");
+	/* read again after a module was loaded: its symbols, the others kept */
+	{
+		const char *more = "ffffffffc0002000 t nfs_file_write\t[nfs]\n";
+
+		fd = open(path, O_WRONLY | O_APPEND);
+		CHECK(fd >= 0 && write(fd, more, strlen(more)) == (ssize_t)strlen(more),
+		      "module appended");
+		close(fd);
+	}
+	CHECK(symbolizer_load_kallsyms(s, path) == 0 && sym_kernel_count(s) == 5, "read again: %zu",
+	      sym_kernel_count(s));
+	CHECK_STR(sym_kernel(s, 0xffffffffc0002010) ?: "", "nfs_file_write",
+		  "the module loaded since is named");
+	CHECK_STR(sym_kernel(s, 0xffffffff81000300) ?: "", "vfs_write", "the others still are");
 	symbolizer_free(s);
 	unlink(path);
 }
