@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 
 #include "fs-util.h"
 #include "log.h"
+#include "macro.h"
 
 int mkdir_parents(const char *path, bool self)
 {
@@ -53,6 +55,34 @@ int tracefs_ensure(void)
 out:
 	pthread_mutex_unlock(&lock);
 	return r;
+}
+
+int cpu_id_bound(const char *cpulist_path)
+{
+	_cleanup_fclose_ FILE *f = fopen(cpulist_path, "re");
+	long hi = -1, a, b;
+	int c;
+
+	if (!f)
+		return -errno;
+	for (;;) {
+		if (fscanf(f, "%ld", &a) != 1)
+			break;
+		b = a;
+		c = fgetc(f);
+		if (c == '-') {
+			if (fscanf(f, "%ld", &b) != 1)
+				return -EINVAL;
+			c = fgetc(f);
+		}
+		if (a < 0 || b < a || b > 1 << 20)
+			return -EINVAL;
+		if (b > hi)
+			hi = b;
+		if (c != ',')
+			break;
+	}
+	return hi < 0 ? -EINVAL : (int)hi + 1;
 }
 
 const char *tracefs_events_dir(void)

@@ -13,4 +13,10 @@ int tracefs_ensure(void);
 /* Where the tracepoint event directories are ("group/event" below it). */
 const char *tracefs_events_dir(void);
 
+/* One more than the highest possible CPU id, from a cpulist such as
+ * /sys/devices/system/cpu/possible ("0-3,8-11" gives 12): what a table
+ * indexed by bpf_get_smp_processor_id() needs, while the number of CPUs
+ * (8 there) sizes a per-CPU map's values. -EINVAL if unreadable. */
+int cpu_id_bound(const char *cpulist_path);
+
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "counters.h"
+#include "fs-util.h"
 #include "log.h"
 #include "macro.h"
 #include "ops.h"
@@ -22,6 +23,7 @@ struct probe_file {
 	struct ring_buffer *ring;
 	struct bpf_map *overflow, *counters;
 	int ncpus, pos_fd;
+	int cpu_ids;		       /* one more than the highest possible CPU id */
 	const struct dc_file_aux *aux; /* file_aux, mapped read-only */
 	size_t aux_len;
 	/* positions of keys given back at this close, written to file_pos
@@ -146,6 +148,10 @@ int probe_file_new(const struct dc_config *cfg, struct probe_file **ret)
 	p->ncpus = libbpf_num_possible_cpus();
 	if (p->ncpus <= 0)
 		return p->ncpus;
+	/* per-CPU regions are indexed by CPU id (agent/probe-syscall.c) */
+	p->cpu_ids = cpu_id_bound("/sys/devices/system/cpu/possible");
+	if (p->cpu_ids < p->ncpus)
+		p->cpu_ids = p->ncpus;
 	p->max_keys = (uint64_t)cfg->files_max_keys;
 	p->max_positions = (uint64_t)cfg->files_max_positions;
 	/* a ring is a power of two pages */
@@ -154,7 +160,7 @@ int probe_file_new(const struct dc_config *cfg, struct probe_file **ret)
 		p->ring_bytes = 4096;
 	/* per-CPU only while both halves fit the map budget: a file value is
 	 * larger than a syscall one and file keys are many */
-	percpu_bytes = 2 * p->max_keys * sizeof(struct dc_file_val) * (uint64_t)p->ncpus;
+	percpu_bytes = 2 * p->max_keys * sizeof(struct dc_file_val) * (uint64_t)p->cpu_ids;
 	p->percpu = strcmp(cfg->map_layout, "shared") &&
 		    (!strcmp(cfg->map_layout, "percpu") ||
 		     percpu_bytes <= (uint64_t)cfg->map_memory_mib << 20);
@@ -242,7 +248,7 @@ int probe_file_prepare(struct probe_file *p, struct syscall_bpf *skel, bool perc
 		 plain ? "plain" : "atomic",
 		 direct ? "direct loads (bpf_rdonly_cast)" : "bpf_probe_read_kernel");
 	skel->rodata->file_max = (__u32)p->max_keys;
-	skel->rodata->file_regions = p->percpu ? (__u32)p->ncpus : 1;
+	skel->rodata->file_regions = p->percpu ? (__u32)p->cpu_ids : 1;
 	r = slotmap_prepare(&p->agg, skel->obj, "file", sizeof(struct dc_file_key),
 			    sizeof(struct dc_file_val), (unsigned)p->max_keys,
 			    skel->rodata->file_regions, file_val_touched);

@@ -53,6 +53,7 @@ struct probe_syscall {
 	enum dc_preempt preempt;
 	const char *preempt_why;
 	int ncpus;
+	int cpu_ids; /* one more than the highest possible CPU id */
 	uint64_t max_keys;
 	struct slotmap agg;
 	char detail[512];
@@ -173,7 +174,7 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 		return r;
 
 	skel->rodata->agg_max = (__u32)p->max_keys;
-	skel->rodata->agg_regions = p->percpu ? (__u32)p->ncpus : 1;
+	skel->rodata->agg_regions = p->percpu ? (__u32)p->cpu_ids : 1;
 	r = slotmap_prepare(&p->agg, skel->obj, "agg", sizeof(struct dc_agg_key),
 			    sizeof(struct dc_agg_val), (unsigned)p->max_keys,
 			    skel->rodata->agg_regions, agg_val_touched);
@@ -331,6 +332,11 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 	p->ncpus = libbpf_num_possible_cpus();
 	if (p->ncpus <= 0)
 		return log_error_errno(p->ncpus, "Cannot count possible CPUs: %m");
+	/* per-CPU regions are indexed by CPU id: past the count where the
+	 * possible mask has holes */
+	p->cpu_ids = cpu_id_bound("/sys/devices/system/cpu/possible");
+	if (p->cpu_ids < p->ncpus)
+		p->cpu_ids = p->ncpus;
 	{
 		char err[512];
 
@@ -339,7 +345,7 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 			return log_error_errno(r, "Cannot set up the filters: %s", err);
 	}
 	p->max_keys = (uint64_t)cfg->max_keys;
-	choose_layout(cfg, p->ncpus, &p->percpu);
+	choose_layout(cfg, p->cpu_ids, &p->percpu);
 	p->preempt = preempt_detect(&p->preempt_why);
 	p->plain_updates = p->percpu && preempt_allows_plain_updates(p->preempt) &&
 			   strcmp(cfg->map_updates, "atomic") != 0;

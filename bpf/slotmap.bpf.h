@@ -164,8 +164,14 @@
 		if (s >= name##_max)                                                         \
 			return NULL;                                                         \
 		i = (seq & 1) * name##_half + s * name##_regions;                            \
-		if (name##_regions > 1)                                                      \
-			i += bpf_get_smp_processor_id();                                     \
+		if (name##_regions > 1) {                                                    \
+			__u32 cpu = bpf_get_smp_processor_id();                              \
+                                                                                             \
+			/* never another slot's region (regions: the highest CPU id + 1) */  \
+			if (cpu >= name##_regions)                                           \
+				return NULL;                                                 \
+			i += cpu;                                                            \
+		}                                                                            \
 		return bpf_map_lookup_elem(&name##_vals, &i);                                \
 	}                                                                                    \
                                                                                              \

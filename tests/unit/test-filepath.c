@@ -1,10 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <stdio.h>
+#include <unistd.h>
 
 #include "filepath.h"
 #include "filevec.h"
+#include "fs-util.h"
 #include "tap.h"
+
+/* cpu_id_bound() over a cpulist file holding text */
+static int bound_of(const char *text)
+{
+	char path[] = "/tmp/dc-cpulist-XXXXXX";
+	int fd = mkstemp(path), r;
+
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		return -1000;
+	close(fd);
+	r = cpu_id_bound(path);
+	unlink(path);
+	return r;
+}
 
 static int join(const char *comps, size_t len, bool trunc, char *out, size_t outlen)
 {
@@ -150,6 +169,13 @@ int main(void)
 		CHECK(e[2].dev == 2 && e[2].v.read_ops == 8, "another device is another key");
 		CHECK_U64(file_merge_sorted(e, 0), 0, "nothing to merge");
 	}
+
+	/* CPU ids past the count where the possible mask has holes */
+	CHECK(bound_of("0-3,8-11\n") == 12, "0-3,8-11: ids up to 11");
+	CHECK(bound_of("0\n") == 1 && bound_of("0-1\n") == 2, "one CPU, two CPUs");
+	CHECK(bound_of("2,5\n") == 6, "single ids");
+	CHECK(bound_of("x\n") == -EINVAL && bound_of("3-1\n") == -EINVAL, "nonsense refused");
+	CHECK(cpu_id_bound("/nonexistent/possible") == -ENOENT, "missing file");
 
 	CHECK(fhash_first(&seen, 42), "first sight of a hash");
 	CHECK(!fhash_first(&seen, 42), "second sight is not first");
