@@ -633,20 +633,21 @@ static void traces_publish(struct manager *m, const struct dc_window *w)
 	struct traces_window st;
 	int r = traces_seal(m->traces, &m->tbatch, &st);
 
+	if (r < 0) {
+		log_warning_errno(r,
+				  "Cannot compress the trace batch of window %llu: %m; its %llu "
+				  "events are lost",
+				  (unsigned long long)w->seq, (unsigned long long)st.events);
+		/* lost, not written: not among the events */
+		m->tstat.unsealed += st.events;
+		return;
+	}
 	m->tstat.events += st.events;
 	m->tstat.meta_records += st.meta_records;
 	m->tstat.weight_sum += st.weight_sum;
 	m->tstat.raw_bytes += st.raw_bytes;
 	m->tstat.zstd_bytes += st.zstd_bytes;
 	m->tstat.unknown += st.unknown;
-	if (r < 0) {
-		log_warning_errno(r,
-				  "Cannot compress the trace batch of window %llu: %m; its %llu "
-				  "events are lost",
-				  (unsigned long long)w->seq, (unsigned long long)st.events);
-		m->tstat.unsealed += st.events;
-		return;
-	}
 	if (!m->tbatch.len)
 		return;
 	if (m->trace_files)

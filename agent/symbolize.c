@@ -40,8 +40,10 @@ struct elfobj {
 	uint64_t bytes, tick;
 	bool failed; /* no symbols could be read: frames keep object + offset */
 	/* the process whose copy could not be opened (it exited, or its
-	 * map_files was refused): another process mapping the file retries */
+	 * map_files was refused): another process mapping the file retries,
+	 * once a batch (a file no process can open costs one try a drain) */
 	uint32_t open_failed_pid;
+	uint64_t open_failed_batch;
 	struct elfobj *next;
 };
 
@@ -351,7 +353,13 @@ static int obj_read(struct elfobj *o, int fd, uint64_t max_bytes)
 			if (!name || !name[0])
 				continue;
 			len = strlen(name) + 1;
-			if (names_len + len + (o->nsyms + 1) * sizeof(*o->syms) > max_bytes ||
+			/* what the object will be charged (o->bytes, below), with the
+			 * names buffer as it is about to grow */
+			if (sizeof(*o) + nph * sizeof(*o->segs) +
+				    (o->nsyms + 1) * sizeof(*o->syms) +
+				    (names_len + len > names_cap ? (names_cap + len) * 2
+								 : names_cap) >
+				max_bytes ||
 			    names_len + len > UINT32_MAX) {
 				r = -EFBIG;
 				goto out;
@@ -434,7 +442,8 @@ static struct elfobj *obj_get(struct symbolizer *s, uint32_t pid, const struct m
 
 	for (struct elfobj **q = &s->objs; (o = *q); q = &o->next)
 		if (o->dev == m->dev && o->ino == m->ino) {
-			if (o->open_failed_pid && o->open_failed_pid != pid) {
+			if (o->open_failed_pid && o->open_failed_pid != pid &&
+			    o->open_failed_batch != s->batch) {
 				/* this process may still be there to open it */
 				*q = o->next;
 				s->bytes -= o->bytes;
@@ -457,8 +466,10 @@ static struct elfobj *obj_get(struct symbolizer *s, uint32_t pid, const struct m
 		snprintf(p, sizeof(p), "/proc/%u/root%s", pid, m->path);
 		fd = open(p, O_RDONLY | O_CLOEXEC);
 	}
-	if (fd < 0)
+	if (fd < 0) {
 		o->open_failed_pid = pid ? pid : UINT32_MAX;
+		o->open_failed_batch = s->batch;
+	}
 	if (!o->path || fd < 0 || obj_read(o, fd, s->max_bytes) < 0) {
 		/* kept small: what a partial read allocated goes */
 		o->failed = true;

@@ -289,8 +289,10 @@ static __always_inline void set_origin(struct dc_blk_inflight *f, struct request
 		return;
 	/* no bio seen (submitted before attach, a passthrough request, or its
 	 * entry replaced): the issuing context is the best we have, with the
-	 * bio's cgroup where it has one (bio is a number here: probe reads) */
-	count(DC_BLK_CNT_NO_ORIGIN);
+	 * bio's cgroup where it has one (bio is a number here: probe reads).
+	 * A request with no bio at all (a flush) has no submitter to miss. */
+	if (bio)
+		count(DC_BLK_CNT_NO_ORIGIN);
 	origin_here(&f->origin, bio ? bio_cgroup(bio, false) : NULL, false);
 }
 

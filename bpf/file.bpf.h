@@ -519,8 +519,13 @@ static __always_inline void file_exit(struct dc_file_stash *fs, struct task_stru
 	if (kind == DC_FK_META_AT) {
 		char c = 1;
 
-		if (bpf_probe_read_user(&c, 1, (const void *)fs->buf) || c)
-			return; /* a path beside the descriptor: another file's call */
+		/* "" (or NULL, which 6.11 accepts with AT_EMPTY_PATH): the
+		 * descriptor's file; a path beside it is another file's call,
+		 * for the traces too */
+		if (fs->buf && (bpf_probe_read_user(&c, 1, (const void *)fs->buf) || c)) {
+			fs->kind = DC_FK_NONE;
+			return;
+		}
 		kind = DC_FK_META;
 	}
 	if (kind == DC_FK_OPEN) {

@@ -76,7 +76,7 @@ static __always_inline bool bucket_take(__u64 *tat, __u64 now, __u64 gap, __u64 
 /* The policy's verdict for one call; *weight and *flags for a kept one. */
 static __always_inline enum trace_outcome trace_decide(__u64 now, __u64 lat, __u64 cgroup_id,
 						       __u32 seq, __u32 *weight, __u16 *flags,
-						       __u64 *cands)
+						       __u64 *cpu_cands, __u64 *cg_cands)
 {
 	__u32 zero = 0, n;
 	struct dc_trace_cfg *c = bpf_map_lookup_elem(&trace_cfg, &zero);
@@ -129,9 +129,11 @@ static __always_inline enum trace_outcome trace_decide(__u64 now, __u64 lat, __u
 		}
 	}
 	refused = pc->refused;
-	if (cg)
-		refused += __sync_lock_test_and_set(&cg->refused, 0);
-	*cands = refused + 1;
+	*cpu_cands = refused + 1;
+	if (cg) {
+		*cg_cands = __sync_lock_test_and_set(&cg->refused, 0);
+		refused += *cg_cands;
+	}
 	w = (__u64)n * (refused + 1);
 	/* x period / slice, saturated (as below) before a product can wrap (a
 	 * minute's period in ns times a weight of 3e8 would): the quotient's
@@ -152,15 +154,20 @@ static __always_inline enum trace_outcome trace_decide(__u64 now, __u64 lat, __u
 }
 
 /* A kept call the ring had no room for: the candidates its weight stood
- * for (it and those refused before it) go to the next event kept on this
- * CPU, as refused calls' do: the full ring is when weights matter most. */
-static __always_inline void trace_weight_back(__u64 cands)
+ * for go to the next event kept, as refused calls' do (the full ring is
+ * when weights matter most): those refused on this CPU and the call itself
+ * to this CPU's count, those its cgroup's bucket refused back to the
+ * cgroup, whose own next event stands for them. */
+static __always_inline void trace_weight_back(__u64 cpu_cands, __u64 cg_cands, __u64 cgroup_id)
 {
 	__u32 zero = 0;
 	struct trace_cpu *pc = bpf_map_lookup_elem(&trace_percpu, &zero);
+	struct trace_cg_bucket *cg;
 
-	if (pc && cands)
-		pc->refused += cands > 0xffffffffULL - pc->refused ? 0 : (__u32)cands;
+	if (pc && cpu_cands)
+		pc->refused += cpu_cands > 0xffffffffULL - pc->refused ? 0 : (__u32)cpu_cands;
+	if (cg_cands && (cg = bpf_map_lookup_elem(&trace_cg_tat, &cgroup_id)))
+		__sync_fetch_and_add(&cg->refused, cg_cands);
 }
 
 /* The 1-in-N draw of this call where the stash does not persist. */
@@ -184,15 +191,17 @@ static __always_inline enum trace_outcome trace_call(__u32 layer, __u32 op, __u6
 {
 	__u32 weight = 1;
 	__u16 flags = 0;
-	__u64 cands = 0; /* full and slow calls stand for themselves alone */
+	/* full and slow calls stand for themselves alone */
+	__u64 cpu_cands = 0, cg_cands = 0;
 	struct dc_trace_ev *e;
-	enum trace_outcome o = trace_decide(ts + lat, lat, cgroup_id, seq, &weight, &flags, &cands);
+	enum trace_outcome o =
+	    trace_decide(ts + lat, lat, cgroup_id, seq, &weight, &flags, &cpu_cands, &cg_cands);
 
 	if (o != TR_KEPT)
 		return o;
 	e = bpf_ringbuf_reserve(&traces, sizeof(*e), 0);
 	if (!e) {
-		trace_weight_back(cands);
+		trace_weight_back(cpu_cands, cg_cands, cgroup_id);
 		return TR_DROP;
 	}
 	e->version = DC_TRACE_VERSION;
