@@ -89,7 +89,14 @@ def main():
                     not re.search(r" (PASS|FAIL|NOT MEASURED|NOT RESOLVED \(spread\))( |$)", l):
                 fails.append("goal row without a verdict: %r" % l)
     for g in r["goals"]:
-        if g["value"] is None and not g["goal"].startswith("per call < 1/3 of bpftrace"):
+        # one quick round of the 4 KiB loop can show the minimal
+        # aggregation adding nothing on a noisy host (seen in CI once):
+        # a verdict the suite may give, as long as its programs were seen
+        # to take time (checked above, BPF time per call of minagg)
+        noise = (g["goal"].startswith("per call <= 1.25x the minimal aggregation")
+                 and "minagg added nothing" in g["measured"] and bc.get("minagg"))
+        if g["value"] is None and not g["goal"].startswith("per call < 1/3 of bpftrace") \
+                and not noise:
             fails.append("goal not measured: %s (%s)" % (g["goal"], g["measured"]))
     for key, who in (("bpf_time", "the default agent"), ("bpf_time_minagg", "minagg")):
         bt = r["figures"].get(key, {})
