@@ -31,6 +31,7 @@
 
 #include "cgroup.h"
 #include "counters.h"
+#include "filepath.h"
 #include "json.h"
 #include "macro.h"
 #include "ops.h"
@@ -381,28 +382,25 @@ static void user_frame(struct stacks *s, const struct entry *e, uint64_t ip)
 	note_object(s, e, base, &f);
 }
 
-/* Which modules are loaded where: FNV-1a of each /proc/modules line's name,
- * size and address (not its use count or state, which move all the time);
- * 1 where the kernel has no modules. Never 0. */
+/* Which modules are loaded where: a hash (filepath_hash) of each
+ * /proc/modules line's name, size and address, not its use count or state,
+ * which move all the time; 1 where the kernel has no modules. Never 0. */
 static uint64_t modules_hash(void)
 {
 	_cleanup_fclose_ FILE *f = fopen("/proc/modules", "re");
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = 0;
 	char line[512];
 
 	if (!f)
 		return 1;
 	while (fgets(line, sizeof(line), f)) {
-		char name[128], addr[32] = "";
+		char name[128], addr[32] = "", key[200];
 		unsigned long size = 0;
 
 		if (sscanf(line, "%127s %lu %*s %*s %*s %31s", name, &size, addr) < 2)
 			continue;
-		for (const char *p = name; *p; p++)
-			h = (h ^ (uint64_t)(unsigned char)*p) * 0x100000001b3ULL;
-		h = (h ^ size) * 0x100000001b3ULL;
-		for (const char *p = addr; *p; p++)
-			h = (h ^ (uint64_t)(unsigned char)*p) * 0x100000001b3ULL;
+		snprintf(key, sizeof(key), "%s %lu %s", name, size, addr);
+		h = h * 31 + filepath_hash(key);
 	}
 	return h | 1;
 }

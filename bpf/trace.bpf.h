@@ -165,7 +165,9 @@ static __always_inline void trace_weight_back(__u64 cpu_cands, __u64 cg_cands, _
 	struct trace_cg_bucket *cg;
 
 	if (pc && cpu_cands)
-		pc->refused += cpu_cands > 0xffffffffULL - pc->refused ? 0 : (__u32)cpu_cands;
+		pc->refused = cpu_cands > 0xffffffffULL - pc->refused
+				  ? 0xffffffffU
+				  : pc->refused + (__u32)cpu_cands;
 	if (cg_cands && (cg = bpf_map_lookup_elem(&trace_cg_tat, &cgroup_id)))
 		__sync_fetch_and_add(&cg->refused, cg_cands);
 }
