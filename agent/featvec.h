@@ -30,7 +30,8 @@ void agg_sum_add_val(struct dc_agg_sum *s, const struct dc_agg_val *v);
  * as a per-CPU map lookup returns them) summed; e->v must start zeroed. */
 void agg_entry_fold(struct dc_agg_entry *e, const struct dc_agg_key *k, const void *values,
 		    int ncpus);
-/* The same from n values anywhere (the slot map's regions that counted). */
+/* The same from n values anywhere (the slot map's regions that counted);
+ * e need not start zeroed. */
 void agg_entry_fold_each(struct dc_agg_entry *e, const struct dc_agg_key *k,
 			 const void *const *values, unsigned n);
 void agg_sum_add(struct dc_agg_sum *s, const struct dc_agg_sum *o);

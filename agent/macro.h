@@ -72,11 +72,13 @@ static inline void fclosep(FILE **f)
 #define NSEC_PER_SEC  1000000000ULL
 
 /*
- * Append a zeroed element to a growable array (doubling, from 64) and
- * evaluate to it, or to NULL when memory runs out. A macro so the array is
- * reallocated through its own pointer type (no void ** aliasing).
+ * Append an element to a growable array (doubling, from 64) and evaluate
+ * to it, or to NULL when memory runs out: VEC_PUSH zeroed, VEC_PUSH_RAW as
+ * the memory holds it, for a caller that writes every byte itself. Macros
+ * so the array is reallocated through its own pointer type (no void **
+ * aliasing).
  */
-#define VEC_PUSH(arr, n, cap)                                                  \
+#define VEC_PUSH_RAW(arr, n, cap)                                              \
 	({                                                                     \
 		typeof(arr) _e = NULL;                                         \
 		if ((n) == (cap)) {                                            \
@@ -87,11 +89,16 @@ static inline void fclosep(FILE **f)
 				(cap) = _c;                                    \
 			}                                                      \
 		}                                                              \
-		if ((n) < (cap)) {                                             \
+		if ((n) < (cap))                                               \
 			_e = &(arr)[(n)++];                                    \
-			memset(_e, 0, sizeof(*_e));                            \
-		}                                                              \
 		_e;                                                            \
+	})
+#define VEC_PUSH(arr, n, cap)                               \
+	({                                                  \
+		typeof(arr) _p = VEC_PUSH_RAW(arr, n, cap); \
+		if (_p)                                     \
+			memset(_p, 0, sizeof(*_p));         \
+		_p;                                         \
 	})
 
 #endif

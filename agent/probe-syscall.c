@@ -521,7 +521,8 @@ static int collect(const void *key, const void *const *values, unsigned n, void 
 	struct probe_syscall *p = ctx;
 	struct dc_agg_entry *e;
 
-	e = VEC_PUSH(p->entries, p->n, p->cap);
+	/* every member is written by the fold; padding goes out nowhere */
+	e = VEC_PUSH_RAW(p->entries, p->n, p->cap);
 	if (!e)
 		return -ENOMEM;
 	agg_entry_fold_each(e, key, values, n);

@@ -50,7 +50,6 @@ static int collect_slots(const void *key, const void *const *values, unsigned n,
 	struct sums *s = ctx;
 	struct dc_agg_entry *e = &s->e[s->n++];
 
-	memset(e, 0, sizeof(*e));
 	agg_entry_fold_each(e, key, values, n);
 	return 0;
 }

@@ -104,6 +104,34 @@ int main(void)
 	agg_sum_delta(&d, &s, &s);
 	CHECK_U64(d.count, 0, "delta of equal snapshots");
 
+	/* the slot map's fold writes over an entry it did not zero */
+	{
+		struct dc_agg_val a = {.errors = 1, .bytes = 7, .time_ns = 9, .tr_out = 2};
+		struct dc_agg_val bv = {.bytes = 5, .tr_kept = 3};
+		const void *vals[] = {&a, &bv};
+		struct dc_agg_entry want = {}, got;
+		struct dc_agg_key k = {.cgroup_id = 4, .tgid = 5, .op = 6};
+
+		a.lat_hist[0] = 2;
+		a.lat_hist[DC_LAT_SLOTS - 1] = 0xFFFFFFFFu;
+		a.size_hist[DC_SIZE_SLOTS - 1] = 4;
+		bv.lat_hist[DC_LAT_SLOTS - 1] = 0xFFFFFFFFu;
+		bv.size_hist[1] = 1;
+		agg_entry_fold(&want, &k, &a, 1);
+		agg_sum_add_val(&want.v, &bv);
+		memset(&got, 0xA5, sizeof(got));
+		agg_entry_fold_each(&got, &k, vals, 2);
+		CHECK(got.cgroup_id == 4 && got.tgid == 5 && got.op == 6 &&
+			  !memcmp(&got.v, &want.v, sizeof(want.v)),
+		      "a fold over garbage equals one over zeros (count %llu, want %llu)",
+		      (unsigned long long)got.v.count, (unsigned long long)want.v.count);
+		CHECK_U64(got.v.lat[DC_LAT_SLOTS - 1], 2ULL * 0xFFFFFFFFu,
+			  "the first value widened");
+		memset(&got, 0xA5, sizeof(got));
+		agg_entry_fold_each(&got, &k, vals, 0);
+		CHECK_U64(got.v.count + got.v.bytes + got.v.lat[0], 0, "no values: a zero entry");
+	}
+
 	/* a key drained from two slots in one window is one entry */
 	{
 		struct dc_agg_entry m[5] = {
