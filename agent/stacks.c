@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "cgroup.h"
+#include "datacrumbs/trace.h"
 #include "counters.h"
 #include "filepath.h"
 #include "json.h"
@@ -86,6 +87,7 @@ static int build_policy(const struct dc_config *cfg, struct dc_stk_cfg *p, uint6
 	*p = (struct dc_stk_cfg){
 	    .mode = 1,
 	    .one_in_n = (__u32)cfg->stacks_one_in_n,
+	    .draw_max = dc_draw_max((__u32)cfg->stacks_one_in_n),
 	    .slow_ns = (__u64)(cfg->stacks_slow_ms * 1e6),
 	};
 	*n_ids = 0;

@@ -26,11 +26,15 @@ extern const volatile bool plain_updates;
 /*
  * The next draw of a 1-in-N sampler whose state is *state (xorshift32,
  * seeded from the kernel's generator on first use): a call is kept when
- * the draw % N == 0, with probability 1/N independently of every other
- * call. A counter kept 1-in-N at fixed positions instead: a thread making
- * fewer calls than the start-up's did before its I/O was never sampled,
- * and a loop alternating two calls under an even N kept only one of them.
- * Shifts and xors: no helper call but the seed's.
+ * the draw is at most dc_draw_max(N) (datacrumbs/trace.h), with
+ * probability 1/N at no fixed position. A counter kept 1-in-N at fixed
+ * positions instead: a thread making fewer calls than the start-up's did
+ * before its I/O was never sampled, and a loop alternating two calls under
+ * an even N kept only one of them. The draw is the state times an odd
+ * constant (a bijection of 1..2^32-1, so uniform still): a small state is
+ * followed by another small one for a few steps of xorshift, and a bound
+ * on the bare state would keep calls in clusters. Shifts, xors and a
+ * multiply: no helper call but the seed's.
  */
 static __always_inline __u32 dc_draw(__u32 *state)
 {
@@ -42,7 +46,7 @@ static __always_inline __u32 dc_draw(__u32 *state)
 	x ^= x >> 17;
 	x ^= x << 5;
 	*state = x;
-	return x;
+	return x * 0x9E3779B9U;
 }
 
 /*

@@ -148,7 +148,7 @@ static __always_inline void stacks_enter(struct dc_stash *st, bool persistent)
 
 			seq = pc ? dc_draw(pc) : 0;
 		}
-		if (seq % n == 0)
+		if (seq <= c->draw_max)
 			flags = DC_STK_MARK;
 	}
 	if (!flags && c->full_cgroups && stk_full_workload(bpf_get_current_cgroup_id()))

@@ -98,7 +98,7 @@ static __always_inline enum trace_outcome trace_decide(__u64 now, __u64 lat, __u
 	if (c->slice_ns && c->period_ns && now % c->period_ns >= c->slice_ns)
 		return TR_OUT;
 	n = c->one_in_n ? c->one_in_n : 1;
-	if (seq % n)
+	if (seq > c->draw_max)
 		return TR_OUT;
 	pc = bpf_map_lookup_elem(&trace_percpu, &zero);
 	if (!pc)

@@ -79,7 +79,7 @@ struct dc_stk_cfg {
 	__u32 one_in_n;	    /* 0 = no 1-in-N rule */
 	__u64 slow_ns;	    /* 0 = no slow-call rule */
 	__u32 full_cgroups; /* entries in stk_full: 0 skips the lookup */
-	__u32 pad;
+	__u32 draw_max;	    /* dc_draw_max(one_in_n) (datacrumbs/trace.h) */
 };
 
 /* Bytes read before a return address to tell whether it follows a call. */

@@ -101,8 +101,21 @@ struct dc_trace_cfg {
 	__u64 cg_gap_ns; /* per-cgroup bucket, same scheme; 0 = none */
 	__u64 cg_burst_ns;
 	__u32 full_cgroups; /* entries in trace_full: 0 skips the lookup */
-	__u32 pad;
+	__u32 draw_max;	    /* dc_draw_max(one_in_n): the 1-in-N rule's bound */
 };
+
+/*
+ * A 1-in-N rule's bound on a draw (bpf/common.bpf.h dc_draw, uniform on
+ * 1..2^32-1): draw <= bound has the probability draw % N == 0 has, exactly
+ * (both hold for floor((2^32-1)/N) of the draws), at the price of a compare
+ * where the modulo was a division on every call (a division's latency is
+ * tens of cycles). Computed by the agent, with the policy, so no program
+ * divides. N = 0: no draw is kept.
+ */
+static inline __u32 dc_draw_max(__u32 n)
+{
+	return n ? 0xffffffffU / n : 0;
+}
 
 /* Per-thread sampling state, kept in the syscall layer's entry stash. */
 struct dc_trace_thread {
