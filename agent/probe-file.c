@@ -224,8 +224,8 @@ static void park_position(void *ctx, const void *key, uint32_t slot)
 		return;
 	if (p->n_parked == ELEMENTSOF(p->park_keys))
 		park_flush(p);
-	p->park_keys[p->n_parked] =
-	    (struct dc_file_pos_key){.ino = k->ino, .tgid = k->tgid, .dev = k->dev};
+	p->park_keys[p->n_parked] = (struct dc_file_pos_key){
+	    .ino = k->ino, .tgid = k->tgid, .dev = k->dev, .start = p->aux[slot].start};
 	p->park_vals[p->n_parked++] = pos;
 }
 

@@ -67,8 +67,21 @@ struct {
 	__type(value, struct dc_file_aux);
 } file_aux SEC(".maps");
 
+/* The current process's start time (its leader's, ns since boot) folded to
+ * 32 bits: with the pid, a process no later one is taken for (two with one
+ * pid whose start times agree in these bits: 1 in 2^32). A key's process
+ * is the current one: keys are made by their process's own calls. */
+static __always_inline __u32 dc_proc_start(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	__u64 s = t->group_leader->start_time;
+
+	return (__u32)(s ^ (s >> 32));
+}
+
 /* A new key's slot starts from the key's parked positions, if any: the
- * slot is not published yet, so nothing else writes its state. */
+ * slot is not published yet, so nothing else writes its state. Runs once
+ * per key and slot, not per call. */
 static __always_inline void file_seed(const struct dc_file_key *k, __u32 *slot)
 {
 	struct dc_file_pos_key pk = {.ino = k->ino, .tgid = k->tgid, .dev = k->dev};
@@ -77,6 +90,8 @@ static __always_inline void file_seed(const struct dc_file_key *k, __u32 *slot)
 
 	if (!aux)
 		return;
+	pk.start = dc_proc_start();
+	aux->start = pk.start;
 	aux->path_seq = 0;
 	pos = bpf_map_lookup_elem(&file_pos, &pk);
 	if (pos)

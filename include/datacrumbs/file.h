@@ -72,11 +72,15 @@ struct dc_file_val {
 } __attribute__((aligned(8)));
 
 /* The previous access of a process to a file, across windows: in the key's
- * index entry while it has a slot, in an LRU while it has none. */
+ * index entry while it has a slot, in an LRU while it has none. start tells
+ * the process from a later one given the same pid, which would otherwise
+ * find the first's last offsets and take its first access for sequential. */
 struct dc_file_pos_key {
 	__u64 ino;
 	__u32 tgid;
 	__u32 dev;
+	__u32 start; /* dc_proc_start(): the process's start time, folded */
+	__u32 pad;
 };
 
 struct dc_file_pos {
@@ -93,7 +97,7 @@ struct dc_file_pos {
  * takes the slot back, and seeded from there when the key returns. */
 struct dc_file_aux {
 	__u32 path_seq;
-	__u32 pad;
+	__u32 start; /* the key's process's dc_proc_start(), for its parking */
 	struct dc_file_pos pos;
 };
 

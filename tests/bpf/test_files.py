@@ -4,12 +4,14 @@
 
 usage: test_files.py SCENARIO AGENT FILELOAD
   SCENARIO: files (auto: direct reads where the kernel has bpf_rdonly_cast),
-            files-probe (tp_btf, probe reads), files-tracepoint
+            files-probe (tp_btf, probe reads), files-tracepoint,
+            files-pid-reuse (a parked position is not a later process's)
 """
 import os
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from agentlib import Agent, Checks, require_root  # noqa: E402
@@ -153,9 +155,63 @@ def scenario(agent_bin, fl_bin, mechanism, reads):
     return c.done()
 
 
+def pid_reuse(agent_bin):
+    """A process writes 4 KiB at offset 0 of a file, idles until its key's
+    slot is taken back (its position parked), and exits; the next process
+    given the same pid (ns_last_pid) writes at 4096, where the first one
+    ended. That is its first access, neither consecutive nor sequential:
+    before parked positions carried the process's start time, it found the
+    first one's and counted both."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-files-")
+    path = os.path.join(tmp, "r.dat")
+    a = Agent(agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = "file"; }; };\n')
+    pid = reused = None
+    for _ in range(10):
+        pid = os.fork()
+        if pid == 0:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.write(fd, b"a" * 4096)
+            # idle for five windows: the slot goes back at the first close
+            # after a window without calls, its position into file_pos
+            time.sleep(1.0)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        second = os.fork()
+        if second == 0:
+            if os.getpid() != pid:
+                os._exit(3)  # another process took the pid first: try again
+            fd = os.open(path, os.O_WRONLY)
+            os.pwrite(fd, b"b" * 4096, 4096)
+            os._exit(0)
+        os.waitpid(second, 0)
+        if second == pid:
+            reused = pid
+            break
+    rc = a.stop()
+    c.eq(rc, 0, "agent exits 0")
+    c.check(reused is not None, "a second process was given the first one's pid")
+    h = fnv1a(path.encode())
+    got = {}
+    for r in a.records():
+        if r["type"] == "file" and r["pid"] == reused and r["fhash"] == h:
+            for k in ("writes", "consec_writes", "seq_writes", "opens"):
+                got[k] = got.get(k, 0) + r[k]
+    c.eq(got.get("opens"), 2, "both processes' opens are under the pid")
+    c.eq(got.get("writes"), 2, "both processes' writes are under the pid")
+    c.eq(got.get("consec_writes"), 0,
+         "the second process's first write is not consecutive to the first's last")
+    c.eq(got.get("seq_writes"), 0, "nor sequential")
+    return c.done()
+
+
 def main():
     name, agent_bin, fl_bin = sys.argv[1:4]
     require_root()
+    if name == "files-pid-reuse":
+        sys.exit(pid_reuse(agent_bin))
     variant = name.split("-", 1)[1] if "-" in name else "auto"
     if variant == "probe":
         sys.exit(scenario(agent_bin, fl_bin, "tp_btf", "probe"))
