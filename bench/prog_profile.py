@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Where the agent's programs spend their time, by source line.
+
+Starts the agent, samples the whole machine with perf while the 4 KiB tmpfs
+pwrite/pread loop (bench/iobench) runs, and reads each sample that fell in
+one of the agent's programs as a line of its BPF source, through the
+kernel's line info for the JIT image (bench/proglines). Prints, per
+program, its share of the loop's samples and its hottest lines.
+
+A profile, not a speed figure: sampling skid moves a stall onto the next
+instructions, so a line's share says where to look, not what removing it
+would save (a cgroup-id cache chosen from such a profile measured no
+faster, docs/benchmarks.md). Compare builds with bench/prog_bench.py.
+
+usage: prog_profile.py BUILD_DIR [EXTRA_CONFIG]
+env: OPS (calls of the loop, default 3000000), TOP (lines per program, default 15),
+     AGENT (the agent binary, default BUILD_DIR/agent/datacrumbs)
+"""
+import bisect
+import collections
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import syscall_bench as sb  # noqa: E402  (the agent started as syscall_bench does)
+
+
+def loaded():
+    """{id: name} of the programs loaded now."""
+    out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True,
+                         check=True).stdout
+    return {p["id"]: p.get("name", "") for p in json.loads(out)}
+
+
+def line_table(build, prog_id):
+    """[(offset, line, source)] in JIT order."""
+    out = subprocess.run([os.path.join(build, "bench/proglines"), str(prog_id)],
+                         capture_output=True, text=True, check=True).stdout
+    rows = []
+    for ln in out.splitlines():
+        off, line, src = (ln.split(" ", 2) + [""])[:3]
+        rows.append((int(off, 16), int(line), src.strip()))
+    return rows
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        sys.exit(__doc__)
+    if os.geteuid() != 0:
+        sys.exit("prog_profile: run as root")
+    for tool in ("perf", "bpftool"):
+        if not shutil.which(tool):
+            sys.exit("prog_profile: %s is not installed (packaging/install-deps.sh bench)" % tool)
+    build, extra = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "")
+    ops, top = int(os.environ.get("OPS", "3000000")), int(os.environ.get("TOP", "15"))
+    tmp = tempfile.mkdtemp(prefix="dc-profile-")
+    agent = None
+    try:
+        # Debian 12's bpftool names no program's process: the agent's are
+        # the ones its start loaded, and another agent's would share names
+        # (an agent that just exited: its programs go after an RCU grace period)
+        for _ in range(30):
+            before = loaded()
+            if not any(n.startswith("dc_") for n in before.values()):
+                break
+            time.sleep(0.1)
+        else:
+            sys.exit("prog_profile: another agent's programs are loaded (dc_*): stop it first")
+        agent, _ = sb.start_agent(build, tmp, "self = { bpf_stats = false; };\n" + extra,
+                                  os.environ.get("AGENT"))
+        progs = {n: i for i, n in loaded().items() if i not in before and n.startswith("dc_")}
+        if not progs:
+            sys.exit("prog_profile: the agent loaded no dc_* program")
+        tables = {name: line_table(build, i) for name, i in progs.items()}
+        data = os.path.join(tmp, "perf.data")
+        subprocess.run(["perf", "record", "-q", "-a", "-o", data, "--",
+                        os.path.join(build, "bench/iobench"), "/dev/shm/dc-profile-io",
+                        str(ops)], check=True, stdout=subprocess.DEVNULL)
+        # while the programs are loaded: perf names them from kallsyms
+        script = subprocess.run(["perf", "script", "-i", data, "-F", "comm,ip,sym,symoff"],
+                                capture_output=True, text=True, check=True).stdout
+    finally:
+        sb.stop(agent)
+    total = 0
+    hits = collections.defaultdict(collections.Counter)
+    sym = re.compile(r"bpf_prog_[0-9a-f]+_(\w+)\+0x([0-9a-f]+)")
+    for ln in script.splitlines():
+        if not ln.strip().startswith("iobench"):
+            continue
+        total += 1
+        m = sym.search(ln)
+        if m and m.group(1) in tables:
+            hits[m.group(1)][int(m.group(2), 16)] += 1
+    if not total:
+        sys.exit("prog_profile: perf recorded no sample of the loop")
+    print("samples of the loop (bench/iobench, %d calls): %d" % (ops, total))
+    for name, offs in sorted(hits.items(), key=lambda x: -sum(x[1].values())):
+        rows = tables[name]
+        starts = [r[0] for r in rows]
+        n = sum(offs.values())
+        by_line = collections.Counter()
+        for off, c in offs.items():
+            i = bisect.bisect_right(starts, off) - 1
+            _, line, src = rows[i] if i >= 0 else (0, 0, "(prologue)")
+            by_line[(line, src[:90])] += c
+        print("\n%s: %d samples, %.1f%% of the loop's" % (name, n, 100.0 * n / total))
+        for (line, src), c in by_line.most_common(top):
+            print("  %5.1f%%  %5d  %s" % (100.0 * c / n, line, src))
+
+
+if __name__ == "__main__":
+    main()
