@@ -88,6 +88,7 @@ def main():
                                 capture_output=True, text=True, check=True).stdout
     finally:
         sb.stop(agent)
+        shutil.rmtree(tmp, ignore_errors=True)
     total = 0
     hits = collections.defaultdict(collections.Counter)
     sym = re.compile(r"bpf_prog_[0-9a-f]+_(\w+)\+0x([0-9a-f]+)")
