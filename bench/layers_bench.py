@@ -604,6 +604,7 @@ class Ext4:
     def __init__(self, mib, where, inodes=None):
         self.img = self.loop = self.mnt = None
         self.dio = self.mounted = False
+        self.max_sectors_kb = None
         try:
             self._setup(mib, where, inodes)
         except BaseException:
@@ -626,6 +627,10 @@ class Ext4:
             self.loop = sh("losetup", "-f", "--show", self.img)
         with open("/sys/block/%s/loop/dio" % os.path.basename(self.loop)) as f:
             self.dio = f.read().strip() == "1"
+        # a loop device keeps its queue settings across detach: a tool that
+        # lowered them (a test splitting requests) changes what is measured
+        with open("/sys/block/%s/queue/max_sectors_kb" % os.path.basename(self.loop)) as f:
+            self.max_sectors_kb = int(f.read())
         self.mnt = tempfile.mkdtemp(prefix="dc-layers-bench-mnt-")
         sh("mount", "-t", "ext4", self.loop, self.mnt)
         self.mounted = True

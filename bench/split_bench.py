@@ -42,8 +42,12 @@ def main():
     dev = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", img], capture_output=True,
                          text=True, check=True).stdout.strip()
     res = {"old": [], "new": []}
+    # put back at the end: the setting outlives the device's detach
+    msk = "/sys/block/%s/queue/max_sectors_kb" % os.path.basename(dev)
+    with open(msk) as f:
+        msk_was = f.read().strip()
     try:
-        with open("/sys/block/%s/queue/max_sectors_kb" % os.path.basename(dev), "w") as f:
+        with open(msk, "w") as f:
             f.write("256")
         subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
         for rnd in range(rounds):
@@ -61,6 +65,8 @@ def main():
                 print("%s %.2f us/MiB" % (name, res[name][-1]), flush=True)
     finally:
         subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"])
+        with open(msk, "w") as f:
+            f.write(msk_was)
         subprocess.run(["losetup", "-d", dev])
         os.unlink(img)
     for k, v in res.items():

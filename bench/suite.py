@@ -870,8 +870,11 @@ def main():
                 not_run["bcc"] = env
         fs = lb.Ext4(max(2 * sz["mib"], 4 * sz["mix_mib"]), a.ext4_dir,
                      inodes=sz["files"] + 2 * sz["mix_files"] + 1024)
-        print("ext4: image in %s, loop device %s (direct I/O %s)"
-              % (a.ext4_dir, fs.loop, "on" if fs.dio else "off"), flush=True)
+        print("ext4: image in %s, loop device %s (direct I/O %s, requests of at most %s KiB%s)"
+              % (a.ext4_dir, fs.loop, "on" if fs.dio else "off", fs.max_sectors_kb,
+                 "" if (fs.max_sectors_kb or 0) >= 1024 else
+                 ": a 1 MiB call is split into several; was the device's max_sectors_kb "
+                 "lowered by an earlier user?"), flush=True)
 
         def start(c):
             kind = spec.get(c, ("none",))
