@@ -197,17 +197,25 @@ static __always_inline __u32 max_u32(__u32 a, __u32 b)
 	return a > b ? a : b;
 }
 
+/* O_APPEND (the same value on every architecture but alpha, parisc and
+ * sparc, which this agent does not build for) */
+#define DC_O_APPEND 02000
+
 /* A regular file or block device: its identity and, for want_pos, its
- * position. Anything else: false. */
+ * position; for a write (wr) to a file opened O_APPEND, where the kernel
+ * writes whatever the position or offset argument say: the end of file,
+ * st->at_end set. Anything else: false. */
 static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st, bool want_pos,
-				       bool direct)
+				       bool wr, bool direct)
 {
-	__u32 zero = 0, fend, iend;
+	__u32 zero = 0, fend, iend, flags;
 	struct super_block *sb;
 	unsigned short mode;
 	struct inode *in;
 	struct chunk *c;
+	__s64 size;
 
+	st->at_end = 0;
 	if (direct) {
 		/* f came from fd_file(direct): typed, read in place */
 		in = f->f_inode;
@@ -219,17 +227,24 @@ static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st,
 		st->ino = in->i_ino;
 		st->dev = in->i_sb->s_dev;
 		st->blkbits = in->i_blkbits;
-		if (want_pos)
+		if (wr && (f->f_flags & DC_O_APPEND)) {
+			st->offset = in->i_size;
+			st->at_end = 1;
+		} else if (want_pos)
 			st->offset = f->f_pos;
 		return true;
 	}
 	c = bpf_map_lookup_elem(&chunk_scratch, &zero);
 	if (!c)
 		return false;
-	fend = max_u32(FIELD_END(struct file, f_inode, 8), FIELD_END(struct file, f_pos, 8));
+	fend =
+	    max_u32(max_u32(FIELD_END(struct file, f_inode, 8), FIELD_END(struct file, f_pos, 8)),
+		    FIELD_END(struct file, f_flags, 4));
 	iend = max_u32(
-	    max_u32(FIELD_END(struct inode, i_mode, 2), FIELD_END(struct inode, i_sb, 8)),
-	    max_u32(FIELD_END(struct inode, i_ino, 8), FIELD_END(struct inode, i_blkbits, 1)));
+	    max_u32(
+		max_u32(FIELD_END(struct inode, i_mode, 2), FIELD_END(struct inode, i_sb, 8)),
+		max_u32(FIELD_END(struct inode, i_ino, 8), FIELD_END(struct inode, i_blkbits, 1))),
+	    FIELD_END(struct inode, i_size, 8));
 	if (fend > DC_CHUNK || iend > DC_CHUNK) {
 		in = BPF_CORE_READ(f, f_inode);
 		if (!in)
@@ -240,13 +255,17 @@ static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st,
 		st->ino = BPF_CORE_READ(in, i_ino);
 		st->dev = BPF_CORE_READ(in, i_sb, s_dev);
 		st->blkbits = BPF_CORE_READ(in, i_blkbits);
-		if (want_pos)
+		if (wr && (BPF_CORE_READ(f, f_flags) & DC_O_APPEND)) {
+			st->offset = BPF_CORE_READ(in, i_size);
+			st->at_end = 1;
+		} else if (want_pos)
 			st->offset = BPF_CORE_READ(f, f_pos);
 		return true;
 	}
 	if (bpf_probe_read_kernel(c, fend, f))
 		return false;
 	CHUNK_GET(c, struct file, f_inode, in);
+	CHUNK_GET(c, struct file, f_flags, flags);
 	if (want_pos)
 		CHUNK_GET(c, struct file, f_pos, st->offset);
 	if (!in || bpf_probe_read_kernel(c, iend, in))
@@ -258,6 +277,11 @@ static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st,
 	CHUNK_GET(c, struct inode, i_ino, st->ino);
 	CHUNK_GET(c, struct inode, i_blkbits, st->blkbits);
 	CHUNK_GET(c, struct inode, i_sb, sb);
+	if (wr && (flags & DC_O_APPEND)) {
+		CHUNK_GET(c, struct inode, i_size, size);
+		st->offset = size;
+		st->at_end = 1;
+	}
 	st->dev = BPF_CORE_READ(sb, s_dev);
 	return true;
 }
@@ -429,14 +453,16 @@ static __always_inline void file_enter(struct dc_file_stash *st, struct task_str
 	want_pos = kind == DC_FK_READ || kind == DC_FK_WRITE ||
 		   ((kind == DC_FK_PREAD2 || kind == DC_FK_PWRITE2) && (__s64)a3 == -1);
 	f = fd_file(task, a0, direct);
-	if (!f || !file_ident(f, st, want_pos, direct)) {
+	if (!f || !file_ident(f, st, want_pos,
+			      kind == DC_FK_WRITE || kind == DC_FK_PWRITE || kind == DC_FK_PWRITE2,
+			      direct)) {
 		st->kind = DC_FK_NONE; /* not a file we follow */
 		return;
 	}
 	st->file = (__u64)f;
 	st->has_buf = !!(raw & DC_FK_HAS_BUF);
 	st->buf = a1;
-	if (!want_pos)
+	if (!want_pos && !st->at_end)
 		st->offset = a3;
 }
 
@@ -547,7 +573,7 @@ static __always_inline void file_exit(struct dc_file_stash *fs, struct task_stru
 		if (ret < 0)
 			return; /* no file to charge: the syscall layer has the error */
 		f = fd_file(task, (__u64)ret, direct);
-		if (!f || !file_ident(f, fs, false, direct))
+		if (!f || !file_ident(f, fs, false, false, direct))
 			return;
 		key.dev = fs->dev;
 		key.ino = fs->ino;

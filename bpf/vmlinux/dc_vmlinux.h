@@ -181,6 +181,7 @@ struct inode {
 	unsigned char i_blkbits;
 	unsigned long i_ino;
 	struct super_block *i_sb;
+	long long i_size;
 };
 struct qstr {
 	const unsigned char *name;
@@ -204,6 +205,7 @@ struct path {
 struct file {
 	struct path f_path;
 	struct inode *f_inode;
+	unsigned int f_flags;
 	long long f_pos;
 };
 struct fdtable {

@@ -121,8 +121,8 @@ struct dc_file_stash {
 	__u8 kind; /* enum dc_file_kind */
 	__u8 blkbits;
 	__u8 has_buf;
-	__u8 pad;
-	__s32 fd; /* for traces; the returned one for the open family */
+	__u8 at_end; /* an O_APPEND write: offset is the end of file at entry */
+	__s32 fd;    /* for traces; the returned one for the open family */
 	__u32 pad2;
 };
 

@@ -7,8 +7,11 @@
  *   fileload --dir D            the workload; prints its pid at the end
  *   fileload --after-exec FD    (internal) the same process after exec
  *
- * Files: H = D/<hostile name>, B = D/b.dat, P = D/p.dat, C = D/c.dat, and a
- * ~4000-byte deep path under D opened relative to a directory fd. P's second
+ * Files: H = D/<hostile name>, B = D/b.dat, P = D/p.dat, A = D/a.dat, C =
+ * D/c.dat, and a ~4000-byte deep path under D opened relative to a directory
+ * fd. A is written through an O_APPEND descriptor and a plain one: an
+ * O_APPEND write lands at the end of file, whatever the descriptor's
+ * position or pwrite's offset say. P's second
  * write follows a pause of PAUSE_US, which the test makes longer than three
  * of the agent's windows: long enough for the agent to take the key's slot
  * back, so the write counts as consecutive only if its position survived.
@@ -122,6 +125,28 @@ int main(int argc, char **argv)
 	wr(b, buf, 4096);
 	usleep(PAUSE_US);
 	wr(b, buf, 4096);
+	close(b);
+
+	/* A: 100 bytes appended at 0, 1000 written at 100 through another
+	 * descriptor, 100 appended (at 1100: the O_APPEND descriptor's own
+	 * position is 100), then pwrite at offset 0 through the O_APPEND one
+	 * (Linux appends: at 1200) */
+	b = create(dir, "a.dat", O_WRONLY | O_APPEND);
+	{
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/a.dat", dir);
+		fd = open(path, O_WRONLY);
+		if (fd < 0)
+			die(path);
+	}
+	wr(b, buf, 100);
+	if (pwrite(fd, buf, 1000, 100) != 1000)
+		die("pwrite");
+	wr(b, buf, 100);
+	if (pwrite(b, buf, 50, 0) != 50)
+		die("pwrite");
+	close(fd);
 	close(b);
 
 	/* a path near PATH_MAX, built and opened relative to directory fds */

@@ -55,6 +55,14 @@ def expectations(tmp):
         t + b"/p.dat": dict(opens=1, writes=2, reads=0, bytes_written=8192, meta_ops=2,
                              seq_writes=1, consec_writes=1, max_byte_written=8191,
                              size_write=sizes(**{"1K_10K": 2})),
+        # O_APPEND: appended at 0, 1000 bytes at 100 through another
+        # descriptor, appended at 1100, pwrite(offset 0) appended at 1200:
+        # three of four consecutive. Recorded at the descriptor's position
+        # or the offset argument, it read 1 consecutive and 1099 as the end
+        t + b"/a.dat": dict(opens=2, writes=4, bytes_written=1250, meta_ops=4,
+                             consec_writes=3, seq_writes=3, max_byte_written=1249,
+                             file_not_aligned=3,
+                             size_write=sizes(**{"0_100": 3, "100_1K": 1})),
         t + b"/c.dat": dict(opens=1, writes=1, bytes_written=4096, meta_ops=2),
     }
 
@@ -145,7 +153,7 @@ def scenario(agent_bin, fl_bin, mechanism, reads):
         c.eq(acc[k], sum(f.get(k, 0) for path, f in files.items()),
              "features.access.%s sums the process's files" % k)
     mine = [h for h in files if names.get(h, "").startswith(tmp + "/")]
-    c.eq(len(mine), 5, "files of the workload's directory with records")
+    c.eq(len(mine), 6, "files of the workload's directory with records")
     agents = [r for r in recs if r["type"] == "agent"]
     probe = {p["mechanism"] for r in agents for p in r["probes"] if p["name"] == "files"}
     if mechanism != "auto":
