@@ -197,14 +197,15 @@ static __always_inline __u32 max_u32(__u32 a, __u32 b)
 	return a > b ? a : b;
 }
 
-/* O_APPEND (the same value on every architecture but alpha, parisc and
- * sparc, which this agent does not build for) */
+/* O_APPEND (the same value on every architecture but alpha, mips, parisc
+ * and sparc, which this agent does not build for) */
 #define DC_O_APPEND 02000
 
 /* A regular file or block device: its identity and, for want_pos, its
- * position; for a write (wr) to a file opened O_APPEND, where the kernel
- * writes whatever the position or offset argument say: the end of file,
- * st->at_end set. Anything else: false. */
+ * position; for a write (wr) to a regular file opened O_APPEND, where the
+ * kernel writes whatever the position or offset argument say: the end of
+ * file, st->at_end set. A block device ignores O_APPEND (and its /dev
+ * node's i_size is 0). Anything else: false. */
 static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st, bool want_pos,
 				       bool wr, bool direct)
 {
@@ -227,7 +228,7 @@ static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st,
 		st->ino = in->i_ino;
 		st->dev = in->i_sb->s_dev;
 		st->blkbits = in->i_blkbits;
-		if (wr && (f->f_flags & DC_O_APPEND)) {
+		if (wr && mode == S_IFREG && (f->f_flags & DC_O_APPEND)) {
 			st->offset = in->i_size;
 			st->at_end = 1;
 		} else if (want_pos)
@@ -255,7 +256,7 @@ static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st,
 		st->ino = BPF_CORE_READ(in, i_ino);
 		st->dev = BPF_CORE_READ(in, i_sb, s_dev);
 		st->blkbits = BPF_CORE_READ(in, i_blkbits);
-		if (wr && (BPF_CORE_READ(f, f_flags) & DC_O_APPEND)) {
+		if (wr && mode == S_IFREG && (BPF_CORE_READ(f, f_flags) & DC_O_APPEND)) {
 			st->offset = BPF_CORE_READ(in, i_size);
 			st->at_end = 1;
 		} else if (want_pos)
@@ -277,7 +278,7 @@ static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st,
 	CHUNK_GET(c, struct inode, i_ino, st->ino);
 	CHUNK_GET(c, struct inode, i_blkbits, st->blkbits);
 	CHUNK_GET(c, struct inode, i_sb, sb);
-	if (wr && (flags & DC_O_APPEND)) {
+	if (wr && mode == S_IFREG && (flags & DC_O_APPEND)) {
 		CHUNK_GET(c, struct inode, i_size, size);
 		st->offset = size;
 		st->at_end = 1;

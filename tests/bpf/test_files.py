@@ -15,7 +15,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import Agent, Checks, require_root  # noqa: E402
+from agentlib import Agent, Checks, loop_device, require_root  # noqa: E402
 
 BUCKETS = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M",
            "10M_100M", "100M_1G", "1G_PLUS"]
@@ -227,11 +227,55 @@ def pid_reuse(agent_bin):
     return c.done()
 
 
+def append_blockdev(agent_bin):
+    """Writes through an O_APPEND descriptor of a block device land at the
+    position or offset given: the kernel ignores O_APPEND there (and the
+    /dev node's size is 0). Taken for a regular file's append, both read
+    as written at 0."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-files-", dir="/var/tmp")
+    try:
+        with loop_device(tmp) as dev:
+            a = Agent(agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = "file"; '
+                      '}; };\n')
+            try:
+                pid = os.fork()
+                if pid == 0:
+                    code = 1
+                    try:
+                        fd = os.open(dev, os.O_WRONLY | os.O_APPEND)
+                        os.pwrite(fd, b"d" * 4096, 8192)
+                        os.pwrite(fd, b"d" * 4096, 12288)
+                        code = 0
+                    finally:
+                        os._exit(code)
+                _, st = os.waitpid(pid, 0)
+            finally:
+                rc = a.stop()
+            c.eq(st, 0, "the writer exits 0")
+            c.eq(rc, 0, "agent exits 0")
+            h = fnv1a(dev.encode())
+            got = {}
+            for r in a.records():
+                if r["type"] == "file" and r["pid"] == pid and r["fhash"] == h:
+                    for k in ("writes", "consec_writes"):
+                        got[k] = got.get(k, 0) + r[k]
+                    got["max_byte_written"] = max(got.get("max_byte_written", -1),
+                                                  r["max_byte_written"])
+            c.eq(got, {"writes": 2, "consec_writes": 1, "max_byte_written": 16383},
+                 "%s opened O_APPEND: written where pwrite said" % dev)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return c.done()
+
+
 def main():
     name, agent_bin, fl_bin = sys.argv[1:4]
     require_root()
     if name == "files-pid-reuse":
         sys.exit(pid_reuse(agent_bin))
+    if name == "files-append-blockdev":
+        sys.exit(append_blockdev(agent_bin))
     variant = name.split("-", 1)[1] if "-" in name else "auto"
     if variant == "probe":
         sys.exit(scenario(agent_bin, fl_bin, "tp_btf", "probe"))
