@@ -91,6 +91,9 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
     total = 0
     hits = collections.defaultdict(collections.Counter)
+    # a program's global functions (dc_send_path) are images of their own,
+    # named apart: counted by name, without lines
+    others = collections.Counter()
     sym = re.compile(r"bpf_prog_[0-9a-f]+_(\w+)\+0x([0-9a-f]+)")
     for ln in script.splitlines():
         if not ln.strip().startswith("iobench"):
@@ -99,6 +102,8 @@ def main():
         m = sym.search(ln)
         if m and m.group(1) in tables:
             hits[m.group(1)][int(m.group(2), 16)] += 1
+        elif m and m.group(1).startswith("dc_"):
+            others[m.group(1)] += 1
     if not total:
         sys.exit("prog_profile: perf recorded no sample of the loop")
     print("samples of the loop (bench/iobench, %d calls): %d" % (ops, total))
@@ -114,6 +119,9 @@ def main():
         print("\n%s: %d samples, %.1f%% of the loop's" % (name, n, 100.0 * n / total))
         for (line, src), c in by_line.most_common(top):
             print("  %5.1f%%  %5d  %s" % (100.0 * c / n, line, src))
+    for name, n in others.most_common():
+        print("\n%s (a global function of the programs): %d samples, %.1f%% of the loop's"
+              % (name, n, 100.0 * n / total))
 
 
 if __name__ == "__main__":

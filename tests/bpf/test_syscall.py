@@ -883,6 +883,15 @@ def cgroup2_root():
     return None
 
 
+def require_cgroup2(why):
+    """The cgroup2 mount, or a skip (77) saying what cannot be tested."""
+    root = cgroup2_root()
+    if not root:
+        print("SKIP: no cgroup2 mount: %s" % why, flush=True)
+        sys.exit(77)
+    return root
+
+
 def scenario_cgroup_move(agent_bin, wl_bin):
     """A process that moves itself to another cgroup between two bursts of
     calls: each burst under its own cgroup, exactly, with either entry stash
@@ -892,10 +901,7 @@ def scenario_cgroup_move(agent_bin, wl_bin):
     invalidated by a program on cgroup_attach_task, was tried and measured
     no faster (docs/benchmarks.md); this test caught it with the program's
     invalidation left out."""
-    root = cgroup2_root()
-    if not root:
-        print("SKIP: no cgroup2 mount: cgroup ids cannot be resolved to paths", flush=True)
-        sys.exit(77)
+    root = require_cgroup2("cgroup ids cannot be resolved to paths")
     c = Checks()
     rel = "dc-test-move-%d" % os.getpid()
     cg = os.path.join(root, rel)
@@ -953,10 +959,7 @@ def scenario_jobs(agent_bin, wl_bin):
     Cgroups shaped like those of Slurm, docker, kubelet and Flux are made
     below a private directory of the cgroup2 tree; a workload moved into
     each must come back with exactly the identity its path carries."""
-    root = cgroup2_root()
-    if not root:
-        print("SKIP: no cgroup2 mount: cgroup ids cannot be resolved to paths", flush=True)
-        sys.exit(77)
+    root = require_cgroup2("cgroup ids cannot be resolved to paths")
     c = Checks()
     cid = "4f1b7e0c9a2d3e5f60718293a4b5c6d7e8f90123456789abcdef0123456789ab"
     pod = "0f6c2a4e-1b3d-4c5e-8f70-9a1b2c3d4e5f"
@@ -1041,10 +1044,7 @@ def scenario_filters(agent_bin, wl_bin):
     (subtree match), one beside it, and an io_uring one beside it, are not.
     Run 2 excludes a comm and a uid: each such workload vanishes, a third
     one stays exact."""
-    root = cgroup2_root()
-    if not root:
-        print("SKIP: no cgroup2 mount: cgroup filters cannot be tested", flush=True)
-        sys.exit(77)
+    root = require_cgroup2("cgroup filters cannot be tested")
     c = Checks()
     base = "dc-test-filters-%d" % os.getpid()
     inside, outside = os.path.join(root, base, "in", "deep"), os.path.join(root, base, "out")
