@@ -344,7 +344,8 @@ static int collect(const void *key, const void *const *values, unsigned n, void 
 {
 	struct probe_file *p = ctx;
 	const struct dc_file_key *k = key;
-	struct dc_file_entry *e = VEC_PUSH(p->entries, p->n, p->cap);
+	/* not zeroed twice: the literal below writes every member */
+	struct dc_file_entry *e = VEC_PUSH_RAW(p->entries, p->n, p->cap);
 
 	if (!e)
 		return -ENOMEM;

@@ -196,7 +196,8 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 	const struct dc_uring_key *k = key;
 	struct dc_uring_entry *e;
 
-	e = VEC_PUSH(p->entries, p->n, p->cap);
+	/* not zeroed twice: the literal below writes every member */
+	e = VEC_PUSH_RAW(p->entries, p->n, p->cap);
 	if (!e)
 		return -ENOMEM;
 	*e = (struct dc_uring_entry){
