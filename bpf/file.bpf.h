@@ -67,16 +67,21 @@ struct {
 	__type(value, struct dc_file_aux);
 } file_aux SEC(".maps");
 
-/* The current process's start time (its leader's, ns since boot) folded to
+/* A task's process's start time (its leader's, ns since boot) folded to
  * 32 bits: with the pid, a process no later one is taken for (two with one
- * pid whose start times agree in these bits: 1 in 2^32). A key's process
- * is the current one: keys are made by their process's own calls. */
-static __always_inline __u32 dc_proc_start(void)
+ * pid whose start times agree in these bits: 1 in 2^32). */
+static __always_inline __u32 dc_task_start(struct task_struct *t)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
 	__u64 s = t->group_leader->start_time;
 
 	return (__u32)(s ^ (s >> 32));
+}
+
+/* The same for the current process: a key's process is the current one,
+ * keys being made and found by their process's own calls. */
+static __always_inline __u32 dc_proc_start(void)
+{
+	return dc_task_start(bpf_get_current_task_btf());
 }
 
 /* A new key's slot starts from the key's parked positions, if any: the
@@ -509,10 +514,12 @@ static __always_inline struct dc_file_val *file_value_aux(const struct dc_file_k
 							  struct dc_file_hint *hints,
 							  struct dc_file_aux **auxp, __u32 *seqp)
 {
-	__u32 zero = 0, gen, s;
+	__u32 zero = 0, gen, s, start;
 	struct dc_slot_state *st = bpf_map_lookup_elem(&file_state, &zero);
 	struct dc_file_hint *h = NULL;
+	struct dc_file_aux *aux;
 	struct dc_file_val *v;
+	bool found = false;
 	__u32 *ix;
 
 	if (!st)
@@ -523,6 +530,7 @@ static __always_inline struct dc_file_val *file_value_aux(const struct dc_file_k
 	if (h && h->used && h->gen == gen && h->ino == key->ino && h->dev == key->dev) {
 		s = h->slot;
 	} else {
+		found = true;
 		ix = file_find(st, key);
 		if (!ix)
 			return NULL;
@@ -539,8 +547,21 @@ static __always_inline struct dc_file_val *file_value_aux(const struct dc_file_k
 	v = file_at(s, *seqp);
 	if (!v)
 		return NULL;
-	*auxp = bpf_map_lookup_elem(&file_aux, &s);
-	return *auxp ? v : NULL;
+	aux = bpf_map_lookup_elem(&file_aux, &s);
+	if (!aux)
+		return NULL;
+	/* A key found in the index (not through a hint, which a thread takes
+	 * from its own process's finds) may be an exited process's that the
+	 * agent has not taken back yet, its pid given to a new one: that one
+	 * starts from no position. A key made just now was seeded with this
+	 * start. */
+	if (found && aux->start != (start = dc_proc_start())) {
+		__builtin_memset(&aux->pos, 0, sizeof(aux->pos));
+		aux->path_seq = 0;
+		aux->start = start;
+	}
+	*auxp = aux;
+	return v;
 }
 
 /* sys_exit: fs is the stash sys_enter filled (a copy: the stash is reused);

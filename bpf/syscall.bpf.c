@@ -75,8 +75,10 @@ struct {
  * when it returns, on whatever CPU.
  */
 struct dc_cpu_stash {
-	__u32 owner;	 /* the thread whose stash this is; 0: none */
-	__u32 hint_tgid; /* the process s's slot hints are for */
+	__u32 owner;	  /* the thread whose stash this is; 0: none */
+	__u32 hint_tgid;  /* the process s's slot hints are for ... */
+	__u32 hint_start; /* ... by pid and start (a pid can be reused) */
+	__u32 pad;
 	struct dc_stash s;
 };
 
@@ -123,7 +125,7 @@ static __always_inline struct dc_stash *stash_cpu_get(struct task_struct *task, 
 {
 	struct dc_cpu_stash *c;
 	struct dc_stash *ts;
-	__u32 zero = 0;
+	__u32 zero = 0, start;
 
 	c = bpf_map_lookup_elem(&stash_cpu, &zero);
 	if (!c)
@@ -138,10 +140,12 @@ static __always_inline struct dc_stash *stash_cpu_get(struct task_struct *task, 
 	ts->ts = 0;
 	ts->filtered = 0;
 	c->owner = task->pid;
-	if (c->hint_tgid != task->tgid) {
+	start = dc_task_start(task);
+	if (c->hint_tgid != task->tgid || c->hint_start != start) {
 		/* no cgroup has this id: the exit clears the hints */
 		c->s.hint_cg = ~0ULL;
 		c->hint_tgid = task->tgid;
+		c->hint_start = start;
 	}
 	return &c->s;
 }

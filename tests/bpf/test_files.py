@@ -164,16 +164,17 @@ def scenario(agent_bin, fl_bin, mechanism, reads):
     return c.done()
 
 
-def reuse_pid(path):
-    """The pid the first process had and the second was given, or None."""
+def reuse_pid(path, idle):
+    """The pid the first process had and the second was given, or None.
+    Both on CPU 0: a CPU's cached slot hints are the first one's when the
+    second comes."""
     for _ in range(10):
         pid = os.fork()
         if pid == 0:
+            os.sched_setaffinity(0, {0})
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.write(fd, b"a" * 4096)
-            # idle for seven windows: the slot goes back at the first close
-            # after a window without calls, its position into file_pos
-            time.sleep(1.4)
+            time.sleep(idle)
             os._exit(0)
         os.waitpid(pid, 0)
         with open("/proc/sys/kernel/ns_last_pid", "w") as f:
@@ -182,6 +183,7 @@ def reuse_pid(path):
         if second == 0:
             if os.getpid() != pid:
                 os._exit(3)  # another process took the pid first: try again
+            os.sched_setaffinity(0, {0})
             fd = os.open(path, os.O_WRONLY)
             os.pwrite(fd, b"b" * 4096, 4096)
             os._exit(0)
@@ -192,38 +194,47 @@ def reuse_pid(path):
 
 
 def pid_reuse(agent_bin):
-    """A process writes 4 KiB at offset 0 of a file, idles until its key's
-    slot is taken back (its position parked), and exits; the next process
-    given the same pid (ns_last_pid) writes at 4096, where the first one
-    ended. That is its first access, neither consecutive nor sequential:
-    before parked positions carried the process's start time, it found the
-    first one's and counted both."""
+    """A process writes 4 KiB at offset 0 of a file and exits; the next
+    process given the same pid (ns_last_pid) writes at 4096, where the
+    first one ended. That is its first access, neither consecutive nor
+    sequential. Three cases:
+      parked: the first one idles until its key's slot is taken back (its
+        position parked), then exits; before parked positions carried the
+        process's start time, the second found the first's and counted both;
+      live: the first exits at once, its key still holding its slot when
+        the second finds it (and the CPU's slot hints still the first
+        one's), with the per-CPU stash and with task storage."""
     if not os.path.exists("/proc/sys/kernel/ns_last_pid"):
         print("SKIP: no /proc/sys/kernel/ns_last_pid (CONFIG_CHECKPOINT_RESTORE): a pid "
               "cannot be chosen", flush=True)
         sys.exit(77)
     c = Checks()
-    tmp = tempfile.mkdtemp(prefix="dc-files-")
-    path = os.path.join(tmp, "r.dat")
-    a = Agent(agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = "file"; }; };\n')
-    try:
-        reused = reuse_pid(path)
-    finally:
-        rc = a.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
-    c.eq(rc, 0, "agent exits 0")
-    c.check(reused is not None, "a second process was given the first one's pid")
-    h = fnv1a(path.encode())
-    got = {}
-    for r in a.records():
-        if r["type"] == "file" and r["pid"] == reused and r["fhash"] == h:
-            for k in ("writes", "consec_writes", "seq_writes", "opens"):
-                got[k] = got.get(k, 0) + r[k]
-    c.eq(got.get("opens"), 2, "both processes' opens are under the pid")
-    c.eq(got.get("writes"), 2, "both processes' writes are under the pid")
-    c.eq(got.get("consec_writes"), 0,
-         "the second process's first write is not consecutive to the first's last")
-    c.eq(got.get("seq_writes"), 0, "nor sequential")
+    for case, idle, stash in (("parked", 1.4, "auto"), ("live", 0, "auto"),
+                              ("live", 0, "task_storage")):
+        what = "%s, stash %s" % (case, stash)
+        tmp = tempfile.mkdtemp(prefix="dc-files-")
+        path = os.path.join(tmp, "r.dat")
+        a = Agent(agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = "file"; }; '
+                  'syscall = { entry_stash = "%s"; }; };\n' % stash)
+        try:
+            reused = reuse_pid(path, idle)
+        finally:
+            rc = a.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        c.eq(rc, 0, "%s: agent exits 0" % what)
+        c.check(reused is not None, "%s: a second process was given the first one's pid" % what)
+        h = fnv1a(path.encode())
+        got = {}
+        for r in a.records():
+            if r["type"] == "file" and r["pid"] == reused and r["fhash"] == h:
+                for k in ("writes", "consec_writes", "seq_writes", "opens"):
+                    got[k] = got.get(k, 0) + r[k]
+        c.eq(got.get("opens"), 2, "%s: both processes' opens are under the pid" % what)
+        c.eq(got.get("writes"), 2, "%s: both processes' writes are under the pid" % what)
+        c.eq(got.get("consec_writes"), 0,
+             "%s: the second process's first write is not consecutive to the first's last"
+             % what)
+        c.eq(got.get("seq_writes"), 0, "%s: nor sequential" % what)
     return c.done()
 
 
