@@ -140,13 +140,22 @@ static __always_inline struct dc_stash *stash_cpu_get(struct task_struct *task, 
 	ts->ts = 0;
 	ts->filtered = 0;
 	c->owner = task->pid;
-	start = dc_task_start(task);
-	if (c->hint_tgid != task->tgid || c->hint_start != start) {
-		/* no cgroup has this id: the exit clears the hints */
-		c->s.hint_cg = ~0ULL;
-		c->hint_tgid = task->tgid;
-		c->hint_start = start;
+	/* Hints of the same pid are another process's if it started at
+	 * another time. Read only then: two processes alternating on a CPU
+	 * (a pipe's ping-pong) take the stash over at every call, and the
+	 * start (the leader's task) is two loads a cache miss each. 0: not
+	 * read, so not known to be this process's. */
+	if (c->hint_tgid != task->tgid) {
+		start = 0;
+	} else {
+		start = dc_task_start(task);
+		if (c->hint_start == start && start)
+			return &c->s;
 	}
+	/* no cgroup has this id: the exit clears the hints */
+	c->s.hint_cg = ~0ULL;
+	c->hint_tgid = task->tgid;
+	c->hint_start = start;
 	return &c->s;
 }
 
