@@ -216,16 +216,21 @@ static void park_position(void *ctx, const void *key, uint32_t slot)
 	struct probe_file *p = ctx;
 	const struct dc_file_key *k = key;
 	struct dc_file_pos pos;
+	uint32_t start;
 
 	if (!p->aux || slot >= p->max_keys)
 		return;
+	/* the start first: a program resetting the slot for a process given
+	 * the same pid writes it last, so these positions are never parked
+	 * under the new one's start (on x86; elsewhere a hint) */
+	start = __atomic_load_n(&p->aux[slot].start, __ATOMIC_ACQUIRE);
 	pos = p->aux[slot].pos;
 	if (!pos.have_read && !pos.have_write)
 		return;
 	if (p->n_parked == ELEMENTSOF(p->park_keys))
 		park_flush(p);
-	p->park_keys[p->n_parked] = (struct dc_file_pos_key){
-	    .ino = k->ino, .tgid = k->tgid, .dev = k->dev, .start = p->aux[slot].start};
+	p->park_keys[p->n_parked] =
+	    (struct dc_file_pos_key){.ino = k->ino, .tgid = k->tgid, .dev = k->dev, .start = start};
 	p->park_vals[p->n_parked++] = pos;
 }
 

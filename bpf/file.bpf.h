@@ -511,6 +511,7 @@ static __always_inline void pattern(struct dc_file_val *v, struct dc_file_pos *p
  * the index lookup (bpf/slotmap.bpf.h, name_value_hint, for the ordering).
  */
 static __always_inline struct dc_file_val *file_value_aux(const struct dc_file_key *key,
+							  struct task_struct *task,
 							  struct dc_file_hint *hints,
 							  struct dc_file_aux **auxp, __u32 *seqp)
 {
@@ -555,10 +556,13 @@ static __always_inline struct dc_file_val *file_value_aux(const struct dc_file_k
 	 * agent has not taken back yet, its pid given to a new one: that one
 	 * starts from no position. A key made just now was seeded with this
 	 * start. */
-	if (found && aux->start != (start = dc_proc_start())) {
+	if (found && aux->start != (start = dc_task_start(task))) {
 		__builtin_memset(&aux->pos, 0, sizeof(aux->pos));
 		aux->path_seq = 0;
-		aux->start = start;
+		/* the start last: the agent parks a slot's positions under
+		 * the start it reads first (agent/probe-file.c) */
+		barrier();
+		*(volatile __u32 *)&aux->start = start;
 	}
 	*auxp = aux;
 	return v;
@@ -608,7 +612,7 @@ static __always_inline void file_exit(struct dc_file_stash *fs, struct task_stru
 	}
 	key.cgroup_id = cgroup_id;
 	key.tgid = task->tgid;
-	v = file_value_aux(&key, hints, &aux, &seq);
+	v = file_value_aux(&key, task, hints, &aux, &seq);
 	/* the key's first call in this window: two CPUs racing here both
 	 * send, and the agent keeps one name */
 	if (v && aux->path_seq != seq + 1) {

@@ -166,30 +166,46 @@ def scenario(agent_bin, fl_bin, mechanism, reads):
 
 def reuse_pid(path, idle):
     """The pid the first process had and the second was given, or None.
-    Both on CPU 0: a CPU's cached slot hints are the first one's when the
-    second comes."""
+    Both on one CPU: that CPU's cached slot hints are the first one's when
+    the second comes, unless another process's call came in between."""
+    cpu = min(os.sched_getaffinity(0))
+
+    def child(body):
+        code = 1
+        try:
+            code = body()
+        finally:
+            os._exit(code)
+
+    def first():
+        os.sched_setaffinity(0, {cpu})
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, b"a" * 4096)
+        time.sleep(idle)
+        return 0
+
+    def second():
+        os.sched_setaffinity(0, {cpu})
+        fd = os.open(path, os.O_WRONLY)
+        os.pwrite(fd, b"b" * 4096, 4096)
+        return 0
+
     for _ in range(10):
         pid = os.fork()
         if pid == 0:
-            os.sched_setaffinity(0, {0})
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            os.write(fd, b"a" * 4096)
-            time.sleep(idle)
-            os._exit(0)
-        os.waitpid(pid, 0)
+            child(first)
+        _, st = os.waitpid(pid, 0)
+        if st:
+            return None
         with open("/proc/sys/kernel/ns_last_pid", "w") as f:
             f.write(str(pid - 1))
-        second = os.fork()
-        if second == 0:
-            if os.getpid() != pid:
-                os._exit(3)  # another process took the pid first: try again
-            os.sched_setaffinity(0, {0})
-            fd = os.open(path, os.O_WRONLY)
-            os.pwrite(fd, b"b" * 4096, 4096)
-            os._exit(0)
-        os.waitpid(second, 0)
-        if second == pid:
-            return pid
+        other = os.fork()
+        if other == 0:
+            # another process took the pid first: try again
+            child(second if os.getpid() == pid else (lambda: 3))
+        _, st = os.waitpid(other, 0)
+        if other == pid:
+            return pid if st == 0 else None
     return None
 
 
@@ -222,6 +238,9 @@ def pid_reuse(agent_bin):
             rc = a.stop()
             shutil.rmtree(tmp, ignore_errors=True)
         c.eq(rc, 0, "%s: agent exits 0" % what)
+        det = {p["detail"].split(";")[0] for r in a.records() if r["type"] == "agent"
+               for p in r["probes"] if p["name"] == "syscall"}
+        print("%s: %s" % (what, det), flush=True)
         c.check(reused is not None, "%s: a second process was given the first one's pid" % what)
         h = fnv1a(path.encode())
         got = {}
