@@ -85,6 +85,13 @@ int cpu_id_bound(const char *cpulist_path)
 	return hi < 0 ? -EINVAL : (int)hi + 1;
 }
 
+int possible_cpu_ids(int ncpus)
+{
+	int ids = cpu_id_bound("/sys/devices/system/cpu/possible");
+
+	return ids > ncpus ? ids : ncpus;
+}
+
 const char *tracefs_events_dir(void)
 {
 	return access("/sys/kernel/tracing/events", F_OK) == 0 ? "/sys/kernel/tracing/events"

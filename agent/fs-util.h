@@ -18,5 +18,9 @@ const char *tracefs_events_dir(void);
  * indexed by bpf_get_smp_processor_id() needs, while the number of CPUs
  * (8 there) sizes a per-CPU map's values. -EINVAL if unreadable. */
 int cpu_id_bound(const char *cpulist_path);
+/* The regions a per-CPU slot map needs on this machine: cpu_id_bound() of
+ * the possible mask, and never fewer than ncpus (the possible CPUs'
+ * count), which is what an unreadable mask leaves. */
+int possible_cpu_ids(int ncpus);
 
 #endif

@@ -149,9 +149,7 @@ int probe_file_new(const struct dc_config *cfg, struct probe_file **ret)
 	if (p->ncpus <= 0)
 		return p->ncpus;
 	/* per-CPU regions are indexed by CPU id (agent/probe-syscall.c) */
-	p->cpu_ids = cpu_id_bound("/sys/devices/system/cpu/possible");
-	if (p->cpu_ids < p->ncpus)
-		p->cpu_ids = p->ncpus;
+	p->cpu_ids = possible_cpu_ids(p->ncpus);
 	p->max_keys = (uint64_t)cfg->files_max_keys;
 	p->max_positions = (uint64_t)cfg->files_max_positions;
 	/* a ring is a power of two pages */

@@ -334,9 +334,7 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 		return log_error_errno(p->ncpus, "Cannot count possible CPUs: %m");
 	/* per-CPU regions are indexed by CPU id: past the count where the
 	 * possible mask has holes */
-	p->cpu_ids = cpu_id_bound("/sys/devices/system/cpu/possible");
-	if (p->cpu_ids < p->ncpus)
-		p->cpu_ids = p->ncpus;
+	p->cpu_ids = possible_cpu_ids(p->ncpus);
 	{
 		char err[512];
 

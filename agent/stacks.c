@@ -30,8 +30,8 @@
 #include <time.h>
 
 #include "cgroup.h"
-#include "datacrumbs/trace.h"
 #include "counters.h"
+#include "datacrumbs/trace.h"
 #include "filepath.h"
 #include "json.h"
 #include "macro.h"

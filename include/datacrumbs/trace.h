@@ -117,10 +117,4 @@ static inline __u32 dc_draw_max(__u32 n)
 	return n ? 0xffffffffU / n : 0;
 }
 
-/* Per-thread sampling state, kept in the syscall layer's entry stash. */
-struct dc_trace_thread {
-	__u32 seen; /* candidates of the 1-in-N rule */
-	__u32 pad;
-};
-
 #endif
