@@ -68,9 +68,12 @@ void filepath_hash_hex(uint64_t h, char out[17])
 	snprintf(out, 17, "%016" PRIx64, h);
 }
 
-static size_t slot_of(const struct fname_table *t, uint32_t dev, uint64_t ino)
+/* the generation too: a loop that creates and deletes files on ext4 gives
+ * each the same inode number, and thousands of names in one chain */
+static size_t slot_of(const struct fname_table *t, uint32_t dev, uint64_t ino, uint32_t igen)
 {
-	uint64_t k = (ino ^ ((uint64_t)dev << 40) ^ dev) * 0x9E3779B97F4A7C15ULL;
+	uint64_t k =
+	    (ino ^ ((uint64_t)dev << 40) ^ dev ^ ((uint64_t)igen << 20)) * 0x9E3779B97F4A7C15ULL;
 
 	return (size_t)(k >> 17) & (t->cap - 1);
 }
@@ -88,16 +91,17 @@ void fname_table_free(struct fname_table *t)
 	*t = (struct fname_table){.max = t->max};
 }
 
-static struct fname *find(struct fname_table *t, uint32_t dev, uint64_t ino)
+static struct fname *find(struct fname_table *t, uint32_t dev, uint64_t ino, uint32_t igen)
 {
 	if (!t->cap)
 		return NULL;
-	for (size_t i = slot_of(t, dev, ino), k = 0; k < t->cap; i = (i + 1) & (t->cap - 1), k++) {
+	for (size_t i = slot_of(t, dev, ino, igen), k = 0; k < t->cap;
+	     i = (i + 1) & (t->cap - 1), k++) {
 		struct fname *f = &t->slots[i];
 
 		if (!f->path)
 			return NULL;
-		if (f->dev == dev && f->ino == ino)
+		if (f->dev == dev && f->ino == ino && f->igen == igen)
 			return f;
 	}
 	return NULL;
@@ -126,7 +130,8 @@ static int rehash(struct fname_table *t, size_t cap, uint64_t keep_from)
 			free(f->path);
 			continue;
 		}
-		for (s = slot_of(t, f->dev, f->ino); t->slots[s].path; s = (s + 1) & (cap - 1))
+		for (s = slot_of(t, f->dev, f->ino, f->igen); t->slots[s].path;
+		     s = (s + 1) & (cap - 1))
 			;
 		t->slots[s] = *f;
 		t->used++;
@@ -135,10 +140,10 @@ static int rehash(struct fname_table *t, size_t cap, uint64_t keep_from)
 	return 0;
 }
 
-int fname_put(struct fname_table *t, uint32_t dev, uint64_t ino, const char *path, bool truncated,
-	      uint64_t window)
+int fname_put(struct fname_table *t, uint32_t dev, uint64_t ino, uint32_t igen, const char *path,
+	      bool truncated, uint64_t window)
 {
-	struct fname *f = find(t, dev, ino);
+	struct fname *f = find(t, dev, ino, igen);
 	char *copy = strdup(path);
 	size_t s;
 
@@ -174,10 +179,11 @@ int fname_put(struct fname_table *t, uint32_t dev, uint64_t ino, const char *pat
 			return r;
 		}
 	}
-	for (s = slot_of(t, dev, ino); t->slots[s].path; s = (s + 1) & (t->cap - 1))
+	for (s = slot_of(t, dev, ino, igen); t->slots[s].path; s = (s + 1) & (t->cap - 1))
 		;
 	t->slots[s] = (struct fname){.dev = dev,
 				     .ino = ino,
+				     .igen = igen,
 				     .truncated = truncated,
 				     .hash = filepath_hash(path),
 				     .last_window = window,
@@ -186,9 +192,10 @@ int fname_put(struct fname_table *t, uint32_t dev, uint64_t ino, const char *pat
 	return 0;
 }
 
-const struct fname *fname_get(struct fname_table *t, uint32_t dev, uint64_t ino, uint64_t window)
+const struct fname *fname_get(struct fname_table *t, uint32_t dev, uint64_t ino, uint32_t igen,
+			      uint64_t window)
 {
-	struct fname *f = find(t, dev, ino);
+	struct fname *f = find(t, dev, ino, igen);
 
 	if (f && f->last_window < window)
 		f->last_window = window;

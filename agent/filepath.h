@@ -10,7 +10,7 @@
  * File names for the file layer (bpf/file.bpf.c). The kernel sends each
  * path as its components leaf first ("c\0b\0a\0" for /a/b/c); the agent
  * turns that into the path and its 64-bit hash, and keeps a table from the
- * file's identity (device, inode) to its name for the records of the
+ * file's identity (device, inode, generation) to its name for the records of the
  * windows that use it. Pure: no I/O, unit-tested.
  */
 
@@ -29,6 +29,7 @@ void filepath_hash_hex(uint64_t h, char out[17]);
 struct fname {
 	uint64_t ino;
 	uint32_t dev;
+	uint32_t igen; /* the inode's generation: a reused inode number is another file */
 	bool truncated;
 	uint64_t hash;
 	uint64_t last_window; /* the last window whose records used or named it */
@@ -36,7 +37,7 @@ struct fname {
 };
 
 /*
- * (device, inode) -> name. Open addressing; before growing, forgets names
+ * (device, inode, generation) -> name. Open addressing; before growing, forgets names
  * not used in the last two windows: the kernel names a file again in every
  * window it is used in, so a forgotten name comes back when needed.
  */
@@ -49,10 +50,11 @@ struct fname_table {
 void fname_table_init(struct fname_table *t, size_t max);
 void fname_table_free(struct fname_table *t);
 /* Insert or replace; -ENOMEM, or -ENOSPC at max */
-int fname_put(struct fname_table *t, uint32_t dev, uint64_t ino, const char *path, bool truncated,
-	      uint64_t window);
+int fname_put(struct fname_table *t, uint32_t dev, uint64_t ino, uint32_t igen, const char *path,
+	      bool truncated, uint64_t window);
 /* NULL when unknown; marks the entry used in window */
-const struct fname *fname_get(struct fname_table *t, uint32_t dev, uint64_t ino, uint64_t window);
+const struct fname *fname_get(struct fname_table *t, uint32_t dev, uint64_t ino, uint32_t igen,
+			      uint64_t window);
 
 /* Hashes already published this run: sets of FHASH_SEEN_WAYS, the least
  * recently offered way displaced, so a name is published again only when

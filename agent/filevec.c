@@ -71,7 +71,7 @@ const char *file_bucket_name(unsigned i)
 }
 
 static int cmp(const struct dc_file_entry *x, uint32_t tgid, uint64_t cgroup_id, uint32_t dev,
-	       uint64_t ino)
+	       uint64_t ino, uint32_t igen)
 {
 	if (x->tgid != tgid)
 		return x->tgid < tgid ? -1 : 1;
@@ -79,14 +79,16 @@ static int cmp(const struct dc_file_entry *x, uint32_t tgid, uint64_t cgroup_id,
 		return x->cgroup_id < cgroup_id ? -1 : 1;
 	if (x->dev != dev)
 		return x->dev < dev ? -1 : 1;
-	return x->ino < ino ? -1 : x->ino > ino;
+	if (x->ino != ino)
+		return x->ino < ino ? -1 : 1;
+	return x->igen < igen ? -1 : x->igen > igen;
 }
 
 static int entry_cmp(const void *a, const void *b)
 {
 	const struct dc_file_entry *y = b;
 
-	return cmp(a, y->tgid, y->cgroup_id, y->dev, y->ino);
+	return cmp(a, y->tgid, y->cgroup_id, y->dev, y->ino, y->igen);
 }
 
 size_t file_merge_sorted(struct dc_file_entry *e, size_t n)
@@ -94,7 +96,8 @@ size_t file_merge_sorted(struct dc_file_entry *e, size_t n)
 	size_t w = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		if (w && !cmp(&e[w - 1], e[i].tgid, e[i].cgroup_id, e[i].dev, e[i].ino)) {
+		if (w &&
+		    !cmp(&e[w - 1], e[i].tgid, e[i].cgroup_id, e[i].dev, e[i].ino, e[i].igen)) {
 			file_sum_add(&e[w - 1].v, &e[i].v);
 			e[w - 1].v.files = 1; /* still one file */
 			continue;
@@ -120,7 +123,7 @@ void file_range(const struct dc_file_entry *e, size_t n, uint32_t tgid, uint64_t
 	while (l < h) {
 		size_t mid = l + (h - l) / 2;
 
-		if (cmp(&e[mid], tgid, cgroup_id, 0, 0) < 0)
+		if (cmp(&e[mid], tgid, cgroup_id, 0, 0, 0) < 0)
 			l = mid + 1;
 		else
 			h = mid;

@@ -24,6 +24,7 @@ struct dc_file_entry {
 	uint64_t ino;
 	uint32_t tgid;
 	uint32_t dev;
+	uint32_t igen; /* the inode's generation: (dev, ino, igen) is the file */
 	struct dc_file_sum v;
 };
 
@@ -39,7 +40,8 @@ void file_sum_delta(struct dc_file_sum *d, const struct dc_file_sum *cur,
 /* Darshan's names of the size buckets: "0_100", "100_1K", ..., "1G_PLUS" */
 const char *file_bucket_name(unsigned i);
 
-/* Sort by (tgid, cgroup, dev, ino): each process's files are contiguous. */
+/* Sort by (tgid, cgroup, dev, ino, igen): each process's files are
+ * contiguous. */
 void file_sort(struct dc_file_entry *e, size_t n);
 /* [*lo, *hi) of the sorted entries of (tgid, cgroup); empty if none */
 void file_range(const struct dc_file_entry *e, size_t n, uint32_t tgid, uint64_t cgroup_id,

@@ -309,7 +309,8 @@ static void emit_files(struct manager *m, const struct dc_record_ctx *ctx,
 		       const struct dc_proc_ident *id, const struct dc_file_entry *e, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		const struct fname *fn = probe_file_name(m->files, e[i].dev, e[i].ino, ctx->w->seq);
+		const struct fname *fn =
+		    probe_file_name(m->files, e[i].dev, e[i].ino, e[i].igen, ctx->w->seq);
 		char hex[17] = "";
 
 		if (fn) {
@@ -763,11 +764,12 @@ static void trace_comm(void *opaque, uint32_t pid, char *out, size_t len)
 	snprintf(out, len, "%s", proc.comm);
 }
 
-static uint64_t trace_file(void *opaque, uint32_t dev, uint64_t ino, const char **path)
+static uint64_t trace_file(void *opaque, uint32_t dev, uint64_t ino, uint32_t igen,
+			   const char **path)
 {
 	struct manager *m = opaque;
 	const struct fname *fn =
-	    m->files ? probe_file_name(m->files, dev, ino, m->win.cur.seq) : NULL;
+	    m->files ? probe_file_name(m->files, dev, ino, igen, m->win.cur.seq) : NULL;
 
 	*path = fn ? fn->path : NULL;
 	return fn ? fn->hash : 0;

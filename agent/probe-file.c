@@ -131,8 +131,8 @@ static int on_path(void *ctx, void *data, size_t size)
 		len = ev->len;
 	p->names_in++;
 	if (filepath_join(ev->buf, len, ev->flags & DC_PATH_TRUNCATED, path, sizeof(path)) < 0 ||
-	    fname_put(&p->names, ev->dev, ev->ino, path, ev->flags & DC_PATH_TRUNCATED, p->window) <
-		0)
+	    fname_put(&p->names, ev->dev, ev->ino, ev->igen, path, ev->flags & DC_PATH_TRUNCATED,
+		      p->window) < 0)
 		p->names_dropped++;
 	return 0;
 }
@@ -227,8 +227,8 @@ static void park_position(void *ctx, const void *key, uint32_t slot)
 		return;
 	if (p->n_parked == ELEMENTSOF(p->park_keys))
 		park_flush(p);
-	p->park_keys[p->n_parked] =
-	    (struct dc_file_pos_key){.ino = k->ino, .tgid = k->tgid, .dev = k->dev, .start = start};
+	p->park_keys[p->n_parked] = (struct dc_file_pos_key){
+	    .ino = k->ino, .tgid = k->tgid, .dev = k->dev, .start = start, .igen = k->igen};
 	p->park_vals[p->n_parked++] = pos;
 }
 
@@ -352,8 +352,11 @@ static int collect(const void *key, const void *const *values, unsigned n, void 
 
 	if (!e)
 		return -ENOMEM;
-	*e = (struct dc_file_entry){
-	    .cgroup_id = k->cgroup_id, .tgid = k->tgid, .dev = k->dev, .ino = k->ino};
+	*e = (struct dc_file_entry){.cgroup_id = k->cgroup_id,
+				    .tgid = k->tgid,
+				    .dev = k->dev,
+				    .igen = k->igen,
+				    .ino = k->ino};
 	e->v.files = 1;
 	for (unsigned c = 0; c < n; c++)
 		file_sum_add_val(&e->v, values[c]);
@@ -405,8 +408,8 @@ int probe_file_flip_and_drain(struct probe_file *p, uint64_t window, struct dc_f
 	return 0;
 }
 
-const struct fname *probe_file_name(struct probe_file *p, uint32_t dev, uint64_t ino,
+const struct fname *probe_file_name(struct probe_file *p, uint32_t dev, uint64_t ino, uint32_t igen,
 				    uint64_t window)
 {
-	return fname_get(&p->names, dev, ino, window);
+	return fname_get(&p->names, dev, ino, igen, window);
 }

@@ -57,8 +57,9 @@ struct dc_file_drain {
 /* Close the window, take the names it sent, drain it. */
 int probe_file_flip_and_drain(struct probe_file *p, uint64_t window, struct dc_file_drain *res);
 
-/* The name of (dev, ino) for the records of window; NULL when unknown. */
-const struct fname *probe_file_name(struct probe_file *p, uint32_t dev, uint64_t ino,
+/* The name of the file (dev, ino, igen) for the records of window; NULL
+ * when unknown. */
+const struct fname *probe_file_name(struct probe_file *p, uint32_t dev, uint64_t ino, uint32_t igen,
 				    uint64_t window);
 
 #endif

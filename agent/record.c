@@ -287,6 +287,8 @@ void record_file(struct dc_buf *b, const struct dc_record_ctx *ctx, const struct
 	dev_field(&j, e->dev);
 	json_key(&j, "ino");
 	json_u64(&j, e->ino);
+	json_key(&j, "igen");
+	json_u64(&j, e->igen);
 	access_fields(&j, &e->v);
 	json_obj_end(&j);
 	buf_putc(b, '\n');

@@ -267,7 +267,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		n.comm = comm[0] ? comm : NULL;
 	}
 	if ((e->flags & DC_TEV_FILE) && t->res.file)
-		n.fhash = t->res.file(t->res.opaque, e->dev, e->ino, &n.path);
+		n.fhash = t->res.file(t->res.opaque, e->dev, e->ino, e->igen, &n.path);
 	trace_batch_add(&t->batch, &t->host, e, &n, t->realtime_off_ns, t->next_id++);
 	return 0;
 }

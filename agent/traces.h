@@ -26,7 +26,8 @@ struct traces_resolver {
 	/* "" when unknown */
 	void (*comm)(void *opaque, uint32_t pid, char *out, size_t len);
 	/* 0 when the file has no known name; *path valid until the next call */
-	uint64_t (*file)(void *opaque, uint32_t dev, uint64_t ino, const char **path);
+	uint64_t (*file)(void *opaque, uint32_t dev, uint64_t ino, uint32_t igen,
+			 const char **path);
 	/* the name of a library function (DC_LAYER_LIB) by its index; NULL
 	 * when unknown. The other layers' names are the agent's catalogues. */
 	const char *(*lib_func)(void *opaque, uint32_t func);

@@ -89,7 +89,8 @@ static __always_inline __u32 dc_proc_start(void)
  * per key and slot, not per call. */
 static __always_inline void file_seed(const struct dc_file_key *k, __u32 *slot)
 {
-	struct dc_file_pos_key pk = {.ino = k->ino, .tgid = k->tgid, .dev = k->dev};
+	struct dc_file_pos_key pk = {
+	    .ino = k->ino, .tgid = k->tgid, .dev = k->dev, .igen = k->igen};
 	struct dc_file_aux *aux = bpf_map_lookup_elem(&file_aux, slot);
 	struct dc_file_pos *pos;
 
@@ -214,7 +215,7 @@ static __always_inline __u32 max_u32(__u32 a, __u32 b)
 static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st, bool want_pos,
 				       bool wr, bool direct)
 {
-	__u32 zero = 0, fend, iend, flags;
+	__u32 zero = 0, fend, iend, gend, flags;
 	struct super_block *sb;
 	unsigned short mode;
 	struct inode *in;
@@ -231,6 +232,7 @@ static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st,
 		if (mode != S_IFREG && mode != S_IFBLK)
 			return false;
 		st->ino = in->i_ino;
+		st->igen = in->i_generation;
 		st->dev = in->i_sb->s_dev;
 		st->blkbits = in->i_blkbits;
 		if (wr && mode == S_IFREG && (f->f_flags & DC_O_APPEND)) {
@@ -251,6 +253,9 @@ static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st,
 		max_u32(FIELD_END(struct inode, i_mode, 2), FIELD_END(struct inode, i_sb, 8)),
 		max_u32(FIELD_END(struct inode, i_ino, 8), FIELD_END(struct inode, i_blkbits, 1))),
 	    FIELD_END(struct inode, i_size, 8));
+	gend = FIELD_END(struct inode, i_generation, 4);
+	if (gend <= DC_CHUNK)
+		iend = max_u32(iend, gend);
 	if (fend > DC_CHUNK || iend > DC_CHUNK) {
 		in = BPF_CORE_READ(f, f_inode);
 		if (!in)
@@ -259,6 +264,7 @@ static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st,
 		if (mode != S_IFREG && mode != S_IFBLK)
 			return false;
 		st->ino = BPF_CORE_READ(in, i_ino);
+		st->igen = BPF_CORE_READ(in, i_generation);
 		st->dev = BPF_CORE_READ(in, i_sb, s_dev);
 		st->blkbits = BPF_CORE_READ(in, i_blkbits);
 		if (wr && mode == S_IFREG && (BPF_CORE_READ(f, f_flags) & DC_O_APPEND)) {
@@ -283,6 +289,12 @@ static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st,
 	CHUNK_GET(c, struct inode, i_ino, st->ino);
 	CHUNK_GET(c, struct inode, i_blkbits, st->blkbits);
 	CHUNK_GET(c, struct inode, i_sb, sb);
+	/* 6.1 keeps the generation near the end of struct inode (6.18: at
+	 * 124): a read of its own there rather than one per field */
+	if (gend <= iend)
+		CHUNK_GET(c, struct inode, i_generation, st->igen);
+	else
+		st->igen = BPF_CORE_READ(in, i_generation);
 	if (wr && mode == S_IFREG && (flags & DC_O_APPEND)) {
 		CHUNK_GET(c, struct inode, i_size, size);
 		st->offset = size;
@@ -361,7 +373,7 @@ static long walk_step(__u32 i, void *ctx)
  * agent's start-up time. Its arguments are numbers: a global function takes
  * no typed pointer before 6.8's __arg_trusted.
  */
-__noinline int dc_send_path(__u64 file, __u32 dev, __u64 ino)
+__noinline int dc_send_path(__u64 file, __u32 dev, __u64 ino, __u32 igen)
 {
 	struct file *f = (struct file *)file;
 	struct walk w = {.flags = DC_PATH_TRUNCATED};
@@ -382,6 +394,7 @@ __noinline int dc_send_path(__u64 file, __u32 dev, __u64 ino)
 	off = w.off;
 	ev->ino = ino;
 	ev->dev = dev;
+	ev->igen = igen;
 	ev->flags = w.flags;
 	if (off > DC_PATH_BUF)
 		off = DC_PATH_BUF;
@@ -528,7 +541,8 @@ static __always_inline struct dc_file_val *file_value_aux(const struct dc_file_k
 	gen = *(volatile __u32 *)&st->gen;
 	if (hints)
 		h = &hints[(key->ino ^ key->dev) & (DC_STASH_FILE_HINTS - 1)];
-	if (h && h->used && h->gen == gen && h->ino == key->ino && h->dev == key->dev) {
+	if (h && h->used && h->gen == gen && h->ino == key->ino && h->dev == key->dev &&
+	    h->igen == key->igen) {
 		s = h->slot;
 	} else {
 		found = true;
@@ -539,6 +553,7 @@ static __always_inline struct dc_file_val *file_value_aux(const struct dc_file_k
 		if (h) {
 			h->ino = key->ino;
 			h->dev = key->dev;
+			h->igen = key->igen;
 			h->gen = gen;
 			h->slot = s;
 			h->used = 1;
@@ -603,11 +618,13 @@ static __always_inline void file_exit(struct dc_file_stash *fs, struct task_stru
 			return;
 		key.dev = fs->dev;
 		key.ino = fs->ino;
+		key.igen = fs->igen;
 		blkbits = fs->blkbits;
 	} else {
 		f = (struct file *)fs->file;
 		key.dev = fs->dev;
 		key.ino = fs->ino;
+		key.igen = fs->igen;
 		blkbits = fs->blkbits;
 	}
 	key.cgroup_id = cgroup_id;
@@ -621,7 +638,7 @@ static __always_inline void file_exit(struct dc_file_stash *fs, struct task_stru
 		aux->path_seq = seq + 1;
 		/* the file as a number: f is a typed pointer after fd_file() */
 		bpf_probe_read_kernel(&fv, sizeof(fv), &f);
-		dc_send_path(fv, key.dev, key.ino);
+		dc_send_path(fv, key.dev, key.ino, key.igen);
 	}
 	if (!v) {
 		file_count(DC_FILE_CNT_AGG_FULL);

@@ -226,6 +226,7 @@ static __always_inline enum trace_outcome trace_call(__u32 layer, __u32 op, __u6
 		    fs->kind != DC_FK_OPEN)
 			flags |= DC_TEV_OFFSET;
 		e->ino = fs->ino;
+		e->igen = fs->igen;
 		e->dev = fs->dev;
 		e->offset = fs->offset;
 	} else {

@@ -182,6 +182,7 @@ struct inode {
 	unsigned long i_ino;
 	struct super_block *i_sb;
 	long long i_size;
+	unsigned int i_generation;
 };
 struct qstr {
 	const unsigned char *name;

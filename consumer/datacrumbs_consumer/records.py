@@ -137,7 +137,7 @@ def record_id(r):
     if r.get("type") == "agent":
         return (r.get("host"), r.get("run"), r.get("window"), "agent")
     return (r.get("host"), r.get("run"), r.get("window"), r.get("type"), r.get("pid"),
-            r.get("cgroup_id"), r.get("dev"), r.get("ino"), r.get("fhash"))
+            r.get("cgroup_id"), r.get("dev"), r.get("ino"), r.get("igen"), r.get("fhash"))
 
 
 def unique_records(recs):

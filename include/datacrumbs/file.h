@@ -4,8 +4,8 @@
  * (cgroup, process, file), with Darshan's access-pattern counters, and the
  * path events that name the files.
  *
- * A file is identified in the kernel by its inode (device, inode number),
- * read from the process's own fd table at the call: whatever dup, dup2,
+ * A file is identified in the kernel by its inode (device, inode number,
+ * generation), read from the process's own fd table at the call: whatever dup, dup2,
  * dup3, F_DUPFD, fork or exec did to the descriptor, the kernel's table is
  * what the call used, so no shadow fd table can go stale. The path is
  * resolved from the file's dentry and mount (not the string the process
@@ -18,8 +18,9 @@
 #include <linux/types.h>
 #endif
 
-/* 2: the slot map's per-slot state (dc_file_aux) and file hints */
-#define DC_FILE_ABI 2
+/* 2: the slot map's per-slot state (dc_file_aux) and file hints; 3: the
+ * inode's generation in every file identity */
+#define DC_FILE_ABI 3
 
 /* What sys_enter / sys_exit do for a syscall number: a table set before load. */
 enum dc_file_kind {
@@ -46,11 +47,18 @@ enum dc_file_kind {
  * 100K, 1M, 4M, 10M, 100M, 1G, and the rest. */
 #define DC_DARSHAN_BUCKETS 10
 
+/* igen: the inode's i_generation. ext4 (with its journal) and XFS give a
+ * freed inode number to the next file created, within the same second: a
+ * loop writing and deleting temporary files reuses one number, and without
+ * the generation every such file of a window was one key, named by the
+ * first. */
 struct dc_file_key {
 	__u64 cgroup_id;
 	__u64 ino;
 	__u32 tgid;
 	__u32 dev; /* the kernel's dev_t: major << 20 | minor */
+	__u32 igen;
+	__u32 pad;
 };
 
 struct dc_file_val {
@@ -80,7 +88,7 @@ struct dc_file_pos_key {
 	__u32 tgid;
 	__u32 dev;
 	__u32 start; /* dc_proc_start(): the process's start time, folded */
-	__u32 pad;
+	__u32 igen;
 };
 
 struct dc_file_pos {
@@ -106,9 +114,11 @@ struct dc_file_aux {
 struct dc_file_hint {
 	__u64 ino;
 	__u32 dev;
-	__u32 gen;
+	__u32 igen;
+	__u32 gen; /* the slot map's, not the inode's */
 	__u32 slot;
 	__u32 used;
+	__u32 pad;
 };
 
 /* The file part of what sys_enter leaves for sys_exit (struct dc_stash). */
@@ -123,7 +133,7 @@ struct dc_file_stash {
 	__u8 has_buf;
 	__u8 at_end; /* an O_APPEND write: offset is the end of file at entry */
 	__s32 fd;    /* for traces; the returned one for the open family */
-	__u32 pad2;
+	__u32 igen;
 };
 
 /*
@@ -145,7 +155,7 @@ struct dc_path_ev {
 	__u32 dev;
 	__u32 flags;
 	__u32 len; /* bytes used in buf */
-	__u32 pad;
+	__u32 igen;
 	char buf[DC_PATH_BUF];
 };
 

@@ -68,8 +68,14 @@ struct dc_trace_ev {
 	__u64 offset;
 	__u64 size; /* bytes moved (return value of data calls) or the size argument */
 	__s64 ret;
-	__u32 weight;	/* events this one stands for (>= 1) */
-	__u32 queue_us; /* block layer: request start to issue, µs (saturated); else 0 */
+	__u32 weight; /* events this one stands for (>= 1) */
+	union {
+		/* DC_TEV_DEV (block layer): request start to issue, µs (saturated) */
+		__u32 queue_us;
+		/* DC_TEV_FILE: the inode's generation, with dev and ino the file
+		 * (struct dc_file_key) */
+		__u32 igen;
+	};
 };
 
 /*

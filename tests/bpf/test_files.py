@@ -5,10 +5,14 @@
 usage: test_files.py SCENARIO AGENT FILELOAD
   SCENARIO: files (auto: direct reads where the kernel has bpf_rdonly_cast),
             files-probe (tp_btf, probe reads), files-tracepoint,
-            files-pid-reuse (a parked position is not a later process's)
+            files-pid-reuse (a parked position is not a later process's),
+            files-append-blockdev, files-inode-reuse (ext4's reused inode
+            numbers are other files)
 """
+import fcntl
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -299,6 +303,77 @@ def append_blockdev(agent_bin):
     return c.done()
 
 
+FS_IOC_GETVERSION = 0x80087601  # _IOR('v', 1, long): the inode's i_generation
+
+
+def inode_reuse(agent_bin):
+    """On ext4 a deleted file's inode number goes to the next file created.
+    A process writes one 4 KiB block to x.dat and deletes it, then writes
+    two to y.dat, which gets the same inode number, all in one window. Each
+    file must come back as itself: its own record, name and generation
+    (the one FS_IOC_GETVERSION reports). Keyed by (device, inode) alone,
+    both were one file of three writes, named x.dat."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-files-", dir="/var/tmp")
+    mnt = os.path.join(tmp, "mnt")
+    try:
+        with loop_device(tmp, ext4_at=mnt):
+            # one window for the whole workload: the agent drains the last
+            # at its stop
+            a = Agent(agent_bin, 'interval = 300;\nprobes = { files = { granularity = "file"; '
+                      '}; };\n')
+            r, w = os.pipe()
+            try:
+                pid = os.fork()
+                if pid == 0:
+                    code = 1
+                    try:
+                        os.close(r)
+                        out = []
+                        for name, blocks in (("x.dat", 1), ("y.dat", 2)):
+                            path = os.path.join(mnt, name)
+                            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                            for i in range(blocks):
+                                os.write(fd, b"w" * 4096)
+                            gen = struct.unpack("l", fcntl.ioctl(fd, FS_IOC_GETVERSION,
+                                                                 b"\0" * 8))[0]
+                            out.append("%d %d" % (os.fstat(fd).st_ino, gen & 0xffffffff))
+                            os.close(fd)
+                            os.unlink(path)
+                        os.write(w, (" ".join(out)).encode())
+                        code = 0
+                    finally:
+                        os._exit(code)
+                os.close(w)
+                said = os.read(r, 256).decode().split()
+                os.close(r)
+                _, st = os.waitpid(pid, 0)
+            finally:
+                rc = a.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    c.eq(st, 0, "the writer exits 0")
+    c.eq(rc, 0, "agent exits 0")
+    ino_x, gen_x, ino_y, gen_y = (int(x) for x in said)
+    print("x.dat: inode %d generation %d; y.dat: inode %d generation %d"
+          % (ino_x, gen_x, ino_y, gen_y), flush=True)
+    c.eq(ino_y, ino_x, "ext4 gave y.dat the inode number x.dat had")
+    c.check(gen_y != gen_x, "under another generation")
+    files = [x for x in a.records() if x["type"] == "file" and x["pid"] == pid]
+    windows = {x["window"] for x in files}
+    c.eq(len(windows), 1, "both files in one window")
+    got = {}
+    for x in files:
+        got[x["fhash"]] = (x["ino"], x.get("igen"), x["writes"], x["bytes_written"], x["opens"])
+    c.eq(got, {fnv1a(os.path.join(mnt, "x.dat").encode()): (ino_x, gen_x, 1, 4096, 1),
+               fnv1a(os.path.join(mnt, "y.dat").encode()): (ino_y, gen_y, 2, 8192, 1)},
+         "each file its own record: (ino, igen, writes, bytes, opens) by name")
+    acc = [x["access"] for x in a.records() if x["type"] == "features" and x["pid"] == pid
+           and "access" in x]
+    c.eq(sum(x.get("files", 0) for x in acc), 2, "the process used two files")
+    return c.done()
+
+
 def main():
     name, agent_bin, fl_bin = sys.argv[1:4]
     require_root()
@@ -306,6 +381,8 @@ def main():
         sys.exit(pid_reuse(agent_bin))
     if name == "files-append-blockdev":
         sys.exit(append_blockdev(agent_bin))
+    if name == "files-inode-reuse":
+        sys.exit(inode_reuse(agent_bin))
     variant = name.split("-", 1)[1] if "-" in name else "auto"
     if variant == "probe":
         sys.exit(scenario(agent_bin, fl_bin, "tp_btf", "probe"))

@@ -76,33 +76,48 @@ int main(void)
 
 	/* the name table */
 	fname_table_init(&t, 100000);
-	CHECK(fname_get(&t, 1, 2, 0) == NULL, "empty table knows nothing");
-	CHECK(fname_put(&t, 1, 2, "/x", false, 0) == 0, "put");
-	f = fname_get(&t, 1, 2, 0);
+	CHECK(fname_get(&t, 1, 2, 0, 0) == NULL, "empty table knows nothing");
+	CHECK(fname_put(&t, 1, 2, 0, "/x", false, 0) == 0, "put");
+	f = fname_get(&t, 1, 2, 0, 0);
 	CHECK(f && !strcmp(f->path, "/x") && f->hash == filepath_hash("/x"), "get what was put");
-	CHECK(fname_get(&t, 2, 1, 0) == NULL, "(dev, ino) are not interchangeable");
-	fname_put(&t, 1, 2, "/y", false, 0);
-	f = fname_get(&t, 1, 2, 0);
+	CHECK(fname_get(&t, 2, 1, 0, 0) == NULL, "(dev, ino) are not interchangeable");
+	fname_put(&t, 1, 2, 0, "/y", false, 0);
+	f = fname_get(&t, 1, 2, 0, 0);
 	CHECK(f && !strcmp(f->path, "/y"), "a new name replaces the old (rename)");
+	/* ext4 gives a deleted file's inode number to the next file created:
+	 * another generation, another file, both named */
+	CHECK(fname_put(&t, 1, 2, 77, "/z", false, 0) == 0, "put another generation");
+	f = fname_get(&t, 1, 2, 0, 0);
+	CHECK(f && !strcmp(f->path, "/y"), "the first generation keeps its name");
+	f = fname_get(&t, 1, 2, 77, 0);
+	CHECK(f && !strcmp(f->path, "/z") && f->igen == 77, "the second has its own");
+	CHECK(fname_get(&t, 1, 2, 78, 0) == NULL, "an unseen generation is unknown");
+	/* one inode number, thousands of generations (a create and delete
+	 * loop on ext4): all kept, and found */
+	for (uint32_t i = 0; i < 3000; i++)
+		fname_put(&t, 9, 12, 1000 + i, "/tmpfile", false, 0);
+	CHECK(fname_get(&t, 9, 12, 1000 + 2999, 0) != NULL && fname_get(&t, 9, 12, 1000, 0) != NULL,
+	      "3000 generations of one inode number all named");
 	for (uint64_t i = 0; i < 5000; i++)
-		fname_put(&t, 7, 1000 + i, "/many", false, 10);
-	f = fname_get(&t, 7, 1000 + 4321, 10);
+		fname_put(&t, 7, 1000 + i, 0, "/many", false, 10);
+	f = fname_get(&t, 7, 1000 + 4321, 0, 10);
 	CHECK(f != NULL, "5000 names all kept while in use");
 	CHECK(t.cap >= 2 * t.used, "at most half full (%zu of %zu)", t.used, t.cap);
 	/* names not used for two windows make room instead of growing */
 	for (uint64_t i = 0; i < 5000; i++)
-		fname_put(&t, 8, i, "/later", false, 20);
-	CHECK(fname_get(&t, 1, 2, 20) == NULL, "a name unused since window 0 is forgotten by 20");
-	CHECK(fname_get(&t, 8, 4999, 20) != NULL, "recent names are kept");
+		fname_put(&t, 8, i, 0, "/later", false, 20);
+	CHECK(fname_get(&t, 1, 2, 0, 20) == NULL,
+	      "a name unused since window 0 is forgotten by 20");
+	CHECK(fname_get(&t, 8, 4999, 0, 20) != NULL, "recent names are kept");
 	fname_table_free(&t);
 
 	fname_table_init(&t, 3);
-	fname_put(&t, 1, 1, "/1", false, 5);
-	fname_put(&t, 1, 2, "/2", false, 5);
-	fname_put(&t, 1, 3, "/3", false, 5);
-	r = fname_put(&t, 1, 4, "/4", false, 5);
+	fname_put(&t, 1, 1, 0, "/1", false, 5);
+	fname_put(&t, 1, 2, 0, "/2", false, 5);
+	fname_put(&t, 1, 3, 0, "/3", false, 5);
+	r = fname_put(&t, 1, 4, 0, "/4", false, 5);
 	CHECK(r == -ENOSPC, "the bound holds");
-	CHECK(fname_get(&t, 1, 3, 5) != NULL, "what was kept stays");
+	CHECK(fname_get(&t, 1, 3, 0, 5) != NULL, "what was kept stays");
 	fname_table_free(&t);
 
 	/* per-CPU values combine: counts add, highest offsets take the maximum */
@@ -167,6 +182,14 @@ int main(void)
 			  e[1].v.max_read_end == 30 && e[1].v.files == 1,
 		      "a key's slots are summed, its maximum kept, and it is one file");
 		CHECK(e[2].dev == 2 && e[2].v.read_ops == 8, "another device is another key");
+		e[0] = (struct dc_file_entry){
+		    .tgid = 3, .dev = 1, .ino = 9, .igen = 5, .v = {.write_ops = 1, .files = 1}};
+		e[1] = (struct dc_file_entry){
+		    .tgid = 3, .dev = 1, .ino = 9, .igen = 4, .v = {.write_ops = 2, .files = 1}};
+		file_sort(e, 2);
+		CHECK_U64(file_merge_sorted(e, 2), 2,
+			  "another generation of the inode is another file");
+		CHECK(e[0].igen == 4 && e[0].v.write_ops == 2, "generations sort in order");
 		CHECK_U64(file_merge_sorted(e, 0), 0, "nothing to merge");
 	}
 

@@ -162,12 +162,15 @@ static void check_file(struct checks *c, struct probe_file *pf, const struct dc_
 	const struct dc_file_sum *v = NULL;
 	const struct fname *fn;
 	uint64_t files = 0, lost = 0;
+	uint32_t igen = 0;
 
 	for (size_t i = 0; i < fres->n; i++)
 		if (fres->entries[i].tgid == pid) {
 			files++;
-			if (fres->entries[i].dev == dev && fres->entries[i].ino == ino)
+			if (fres->entries[i].dev == dev && fres->entries[i].ino == ino) {
 				v = &fres->entries[i].v;
+				igen = fres->entries[i].igen;
+			}
 		}
 	/* the console descriptors are no regular files: one file only */
 	check(c, "file.keys_of_workload", files, 1);
@@ -199,7 +202,9 @@ static void check_file(struct checks *c, struct probe_file *pf, const struct dc_
 	check(c, "file.lost", lost + fres->overflow.write_ops + fres->overflow.read_ops, 0);
 	check(c, "file.path_events", fres->names, 1);
 	check(c, "file.names_not_kept", fres->names_not_kept, 0);
-	fn = probe_file_name(pf, dev, ino, window);
+	/* the name is the generation's the key carries: 6.1 keeps
+	 * i_generation beyond the span the programs copy (bpf/file.bpf.h) */
+	fn = probe_file_name(pf, dev, ino, igen, window);
 	c->n++;
 	if (!fn || fn->truncated || strcmp(fn->path, PATH))
 		c->failed++;
