@@ -91,6 +91,7 @@ struct manager {
 	bool stats_switched_on;	    /* this window's sample has begun */
 	sd_event_source *stacks_io; /* processes announced for symbolization */
 	uint64_t traces_flush_usec;
+	uint64_t trace_next_id; /* kept across a restart of the syscall family */
 	struct dc_buf tbatch;
 	/* supervision */
 	int (*reload_load)(void *ctx, struct dc_config *out);
@@ -1679,6 +1680,8 @@ static void families_stop(struct manager *m, unsigned fam)
 		m->traces_timer = sd_event_source_disable_unref(m->traces_timer);
 		m->stacks_io = sd_event_source_disable_unref(m->stacks_io);
 		m->files_io = sd_event_source_disable_unref(m->files_io);
+		if (m->traces)
+			m->trace_next_id = traces_next_id(m->traces);
 		m->traces = NULL;
 		m->files = NULL;
 		m->sys = probe_syscall_free(m->sys);
@@ -1772,6 +1775,7 @@ static int syscall_watch(struct manager *m, const struct dc_config *cfg)
 					     .opaque = m};
 
 		traces_set_resolver(m->traces, &tr);
+		traces_continue_ids(m->traces, m->trace_next_id);
 		m->traces_flush_usec = (uint64_t)cfg->traces_flush_ms * 1000;
 		r = sd_event_add_io(m->event, &m->traces_io, traces_ring_fd(m->traces), EPOLLIN,
 				    on_traces_io, m);

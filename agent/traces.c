@@ -385,6 +385,16 @@ void traces_set_resolver(struct traces *t, const struct traces_resolver *r)
 	t->res = *r;
 }
 
+uint64_t traces_next_id(const struct traces *t)
+{
+	return t->next_id;
+}
+
+void traces_continue_ids(struct traces *t, uint64_t next_id)
+{
+	t->next_id = next_id;
+}
+
 int traces_ring_fd(struct traces *t)
 {
 	return ring_buffer__epoll_fd(t->ring);

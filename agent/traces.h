@@ -64,6 +64,10 @@ int traces_check_policy(const struct dc_config *cfg, char *err, size_t errlen);
 int traces_pause(struct traces *t, bool paused);
 
 void traces_set_resolver(struct traces *t, const struct traces_resolver *r);
+/* Event ids number a run's events: a family restarted at reload takes the
+ * next id from the one it replaces. */
+uint64_t traces_next_id(const struct traces *t);
+void traces_continue_ids(struct traces *t, uint64_t next_id);
 int traces_ring_fd(struct traces *t);
 /* Read what the ring holds into the open batch. */
 int traces_consume(struct traces *t);

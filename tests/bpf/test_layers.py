@@ -105,6 +105,11 @@ def reload(agent_bin, load):
         sysc = [e for e in evs if e["pid"] == pid and e["cat"] == "syscall" and e["name"] == "pwrite64"]
         c.eq((len(lib), len(sysc)), (2 * ITERS, 2 * ITERS),
              "%s the reload: every library pwrite and its system call have their events" % label)
+    # an id is the event's index in the agent's run (docs/traces.md): the
+    # restarted family goes on numbering where the one before stopped
+    ids = [e["id"] for e in evs]
+    dup = len(ids) - len(set(ids))
+    c.eq(dup, 0, "no event id repeats across the reload (%d events)" % len(ids))
     c.done()
 
 
