@@ -206,14 +206,29 @@ static __always_inline __u32 max_u32(__u32 a, __u32 b)
 /* O_APPEND (the same value on every architecture but alpha, mips, parisc
  * and sparc, which this agent does not build for) */
 #define DC_O_APPEND 02000
+/* pwritev2's flags: RWF_APPEND (4.16) appends through any descriptor,
+ * RWF_NOAPPEND (6.9) writes at the offset through an O_APPEND one */
+#define DC_RWF_APPEND	0x10
+#define DC_RWF_NOAPPEND 0x20
+
+/* Whether a write lands at the end of file whatever its offset or the
+ * position say: the descriptor's O_APPEND, as pwritev2's flags (rwf, 0 for
+ * the other calls) override it; RWF_NOAPPEND last, as the kernel applies
+ * it (kiocb_set_rw_flags). */
+static __always_inline bool appends(__u32 f_flags, __u64 rwf)
+{
+	if (rwf & DC_RWF_NOAPPEND)
+		return false;
+	return (f_flags & DC_O_APPEND) || (rwf & DC_RWF_APPEND);
+}
 
 /* A regular file or block device: its identity and, for want_pos, its
- * position; for a write (wr) to a regular file opened O_APPEND, where the
- * kernel writes whatever the position or offset argument say: the end of
- * file, st->at_end set. A block device ignores O_APPEND (and its /dev
+ * position; for a write (wr) to a regular file that appends (above), where
+ * the kernel writes whatever the position or offset argument say: the end
+ * of file, st->at_end set. A block device ignores O_APPEND (and its /dev
  * node's i_size is 0). Anything else: false. */
 static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st, bool want_pos,
-				       bool wr, bool direct)
+				       bool wr, __u64 rwf, bool direct)
 {
 	__u32 zero = 0, fend, iend, gend, flags;
 	struct super_block *sb;
@@ -235,7 +250,7 @@ static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st,
 		st->igen = in->i_generation;
 		st->dev = in->i_sb->s_dev;
 		st->blkbits = in->i_blkbits;
-		if (wr && mode == S_IFREG && (f->f_flags & DC_O_APPEND)) {
+		if (wr && mode == S_IFREG && appends(f->f_flags, rwf)) {
 			st->offset = in->i_size;
 			st->at_end = 1;
 		} else if (want_pos)
@@ -267,7 +282,7 @@ static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st,
 		st->igen = BPF_CORE_READ(in, i_generation);
 		st->dev = BPF_CORE_READ(in, i_sb, s_dev);
 		st->blkbits = BPF_CORE_READ(in, i_blkbits);
-		if (wr && mode == S_IFREG && (BPF_CORE_READ(f, f_flags) & DC_O_APPEND)) {
+		if (wr && mode == S_IFREG && appends(BPF_CORE_READ(f, f_flags), rwf)) {
 			st->offset = BPF_CORE_READ(in, i_size);
 			st->at_end = 1;
 		} else if (want_pos)
@@ -295,7 +310,7 @@ static __always_inline bool file_ident(struct file *f, struct dc_file_stash *st,
 		CHUNK_GET(c, struct inode, i_generation, st->igen);
 	else
 		st->igen = BPF_CORE_READ(in, i_generation);
-	if (wr && mode == S_IFREG && (flags & DC_O_APPEND)) {
+	if (wr && mode == S_IFREG && appends(flags, rwf)) {
 		CHUNK_GET(c, struct inode, i_size, size);
 		st->offset = size;
 		st->at_end = 1;
@@ -454,7 +469,7 @@ static __always_inline void dc_max(__u64 *p, __u64 v)
 
 /* sys_enter: what the exit needs, in the call's stash. */
 static __always_inline void file_enter(struct dc_file_stash *st, struct task_struct *task, long nr,
-				       __u64 a0, __u64 a1, __u64 a3, bool direct)
+				       __u64 a0, __u64 a1, __u64 a3, __u64 rwf, bool direct)
 {
 	__u32 raw = kind_of(nr), kind = raw & DC_FK_KIND_MASK;
 	struct file *f;
@@ -474,7 +489,7 @@ static __always_inline void file_enter(struct dc_file_stash *st, struct task_str
 	f = fd_file(task, a0, direct);
 	if (!f || !file_ident(f, st, want_pos,
 			      kind == DC_FK_WRITE || kind == DC_FK_PWRITE || kind == DC_FK_PWRITE2,
-			      direct)) {
+			      rwf, direct)) {
 		st->kind = DC_FK_NONE; /* not a file we follow */
 		return;
 	}
@@ -611,10 +626,14 @@ static __always_inline void file_exit(struct dc_file_stash *fs, struct task_stru
 		kind = DC_FK_META;
 	}
 	if (kind == DC_FK_OPEN) {
+		/* the stash still holds the thread's previous file: an open
+		 * that names none (failed, or not a file followed) must not
+		 * hand it to its trace */
+		fs->ino = 0;
 		if (ret < 0)
 			return; /* no file to charge: the syscall layer has the error */
 		f = fd_file(task, (__u64)ret, direct);
-		if (!f || !file_ident(f, fs, false, false, direct))
+		if (!f || !file_ident(f, fs, false, false, 0, direct))
 			return;
 		key.dev = fs->dev;
 		key.ino = fs->ino;

@@ -38,6 +38,16 @@
 #define DC_CORE_REGS_SP(r) 0
 #endif
 
+/* A syscall's sixth argument (pwritev2's flags): libbpf 1.1 has no
+ * PT_REGS_PARM6_SYSCALL */
+#if defined(__TARGET_ARCH_x86)
+#define DC_REGS_ARG6(r)	     ((r)->r9)
+#define DC_CORE_REGS_ARG6(r) BPF_CORE_READ(r, r9)
+#else
+#define DC_REGS_ARG6(r)	     ((r)->regs[5])
+#define DC_CORE_REGS_ARG6(r) BPF_CORE_READ(r, regs[5])
+#endif
+
 /* Set before load by the agent; frozen afterwards. */
 const volatile __u32 agent_tgid = 0;
 const volatile bool use_task_storage = true;
@@ -491,18 +501,31 @@ static __always_inline __u64 regs_size_arg(struct pt_regs *regs, __u32 src)
 
 /* The file part of an entry; args read only for the calls it follows.
  * tp_btf hands a BTF-typed regs: plain loads, no helper per argument. */
-#define FILE_ENTER(st, task, nr, get, direct)                                                 \
-	do {                                                                                  \
-		if (!files_on)                                                                \
-			break;                                                                \
-		if (kind_of(nr))                                                              \
-			file_enter(&(st)->f, (task), (nr), get(1), get(2), get(4), (direct)); \
-		else                                                                          \
-			(st)->f.kind = DC_FK_NONE;                                            \
+#define FILE_ENTER(st, task, nr, get, direct)                                            \
+	do {                                                                             \
+		__u32 k_;                                                                \
+                                                                                         \
+		if (!files_on)                                                           \
+			break;                                                           \
+		k_ = kind_of(nr);                                                        \
+		if (k_)                                                                  \
+			file_enter(&(st)->f, (task), (nr), get(1), get(2), get(4),       \
+				   (k_ & DC_FK_KIND_MASK) == DC_FK_PWRITE2 ? get(6) : 0, \
+				   (direct));                                            \
+		else                                                                     \
+			(st)->f.kind = DC_FK_NONE;                                       \
 	} while (0)
 
-#define BTF_ARG(i)  PT_REGS_PARM##i##_SYSCALL(regs)
-#define CORE_ARG(i) PT_REGS_PARM##i##_CORE_SYSCALL(regs)
+#define BTF_ARG(i)  BTF_ARG_##i
+#define CORE_ARG(i) CORE_ARG_##i
+#define BTF_ARG_1   PT_REGS_PARM1_SYSCALL(regs)
+#define BTF_ARG_2   PT_REGS_PARM2_SYSCALL(regs)
+#define BTF_ARG_4   PT_REGS_PARM4_SYSCALL(regs)
+#define BTF_ARG_6   DC_REGS_ARG6(regs)
+#define CORE_ARG_1  PT_REGS_PARM1_CORE_SYSCALL(regs)
+#define CORE_ARG_2  PT_REGS_PARM2_CORE_SYSCALL(regs)
+#define CORE_ARG_4  PT_REGS_PARM4_CORE_SYSCALL(regs)
+#define CORE_ARG_6  DC_CORE_REGS_ARG6(regs)
 
 /* sys_enter on tp_btf and raw_tp: the same program but for how the
  * arguments are read (plain loads of the BTF-typed regs, or CO-RE reads) */
@@ -583,8 +606,12 @@ int dc_enter_tp(struct trace_event_raw_sys_enter *ctx)
 	if (!st)
 		return 0;
 	if (files_on) {
-		if (kind_of(ctx->id))
-			file_enter(&st->f, task, ctx->id, a0, a1, a3, false);
+		__u32 k = kind_of(ctx->id);
+
+		if (k)
+			file_enter(&st->f, task, ctx->id, a0, a1, a3,
+				   (k & DC_FK_KIND_MASK) == DC_FK_PWRITE2 ? ctx->args[5] : 0,
+				   false);
 		else
 			st->f.kind = DC_FK_NONE;
 	}

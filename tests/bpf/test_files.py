@@ -7,7 +7,7 @@ usage: test_files.py SCENARIO AGENT FILELOAD
             files-probe (tp_btf, probe reads), files-tracepoint,
             files-pid-reuse (a parked position is not a later process's),
             files-append-blockdev, files-inode-reuse (ext4's reused inode
-            numbers are other files)
+            numbers are other files), files-rwf-append (pwritev2's flags)
 """
 import fcntl
 import os
@@ -125,7 +125,8 @@ def scenario(agent_bin, fl_bin, mechanism, reads):
                 b = f.setdefault(k, sizes())
                 for kk, vv in v.items():
                     b[kk] += vv
-            elif isinstance(v, int) and k not in ("pid", "cgroup_id", "ino", "window", "schema",
+            elif isinstance(v, int) and k not in ("pid", "cgroup_id", "ino", "igen", "window",
+                                                    "schema",
                                                     "ts_start", "ts_end", "duration_us"):
                 f[k] = f.get(k, 0) + v
     c.check(order_ok, "every file record's name was published before it")
@@ -303,6 +304,67 @@ def append_blockdev(agent_bin):
     return c.done()
 
 
+RWF_APPEND, RWF_NOAPPEND = 0x10, 0x20  # linux/fs.h; Python 3.11 names only the first
+
+
+def rwf_append(agent_bin):
+    """pwritev2's flags override the descriptor: RWF_APPEND appends through
+    a descriptor opened without O_APPEND, RWF_NOAPPEND (6.9) writes at the
+    offset through one opened with it. 100 bytes at 0; 100 more with
+    RWF_APPEND and offset 0 (at 100: consecutive); 100 through an O_APPEND
+    descriptor with RWF_NOAPPEND at 1000 (sequential, not consecutive).
+    Taken by the offset and the descriptor's flag alone, the second read as
+    written at 0 and the third at 200: 0 consecutive, 1099 not reached."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-files-")
+    path = os.path.join(tmp, "v.dat")
+    a = Agent(agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = "file"; }; };\n')
+    try:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(r)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.pwrite(fd, b"v" * 100, 0)
+                os.pwritev(fd, [b"v" * 100], 0, RWF_APPEND)
+                fd2 = os.open(path, os.O_WRONLY | os.O_APPEND)
+                try:
+                    os.pwritev(fd2, [b"v" * 100], 1000, RWF_NOAPPEND)
+                    said = b"noappend"
+                except OSError:
+                    said = b"no RWF_NOAPPEND"  # before 6.9: EOPNOTSUPP, nothing written
+                os.write(w, said)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        said = os.read(r, 64).decode()
+        os.close(r)
+        _, st = os.waitpid(pid, 0)
+    finally:
+        rc = a.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    c.eq(st, 0, "the writer exits 0")
+    c.eq(rc, 0, "agent exits 0")
+    got = {}
+    for x in a.records():
+        if x["type"] == "file" and x["pid"] == pid and x["fhash"] == fnv1a(path.encode()):
+            for k in ("writes", "bytes_written", "consec_writes", "seq_writes"):
+                got[k] = got.get(k, 0) + x[k]
+            got["max_byte_written"] = max(got.get("max_byte_written", -1), x["max_byte_written"])
+    if said == "noappend":
+        want = {"writes": 3, "bytes_written": 300, "consec_writes": 1, "seq_writes": 2,
+                "max_byte_written": 1099}
+    else:
+        print("this kernel refuses RWF_NOAPPEND (before 6.9): RWF_APPEND alone checked")
+        want = {"writes": 3, "bytes_written": 200, "consec_writes": 1, "seq_writes": 1,
+                "max_byte_written": 199}
+    c.eq(got, want, "pwritev2 with RWF_APPEND at the end, with RWF_NOAPPEND at its offset")
+    return c.done()
+
+
 FS_IOC_GETVERSION = 0x80087601  # _IOR('v', 1, long): the inode's i_generation
 
 
@@ -383,6 +445,8 @@ def main():
         sys.exit(append_blockdev(agent_bin))
     if name == "files-inode-reuse":
         sys.exit(inode_reuse(agent_bin))
+    if name == "files-rwf-append":
+        sys.exit(rwf_append(agent_bin))
     variant = name.split("-", 1)[1] if "-" in name else "auto"
     if variant == "probe":
         sys.exit(scenario(agent_bin, fl_bin, "tp_btf", "probe"))

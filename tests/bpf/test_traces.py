@@ -239,6 +239,15 @@ def scenario(name, agent_bin, load, export):
         c.eq(len(pw), 1000, "a fully traced workload keeps all 1000 calls")
         c.check(all(r["args"].get("full") and r["args"]["weight"] == 1 for r in pw),
                 "marked full, weight 1")
+        # traceload's last two opens, after its pwrite64 calls: one failed,
+        # one of /dev/null. Neither names a file; the stash still held the
+        # pwrite64's, which both carried
+        op = sorted((r for r in mine if r["name"] in ("openat", "open")), key=lambda r: r["ts"])
+        c.check(len(op) >= 2 and op[-2]["args"]["ret"] < 0 and op[-1]["args"]["ret"] >= 0,
+                "the failed open and /dev/null's are the last two (%s)"
+                % [(r["name"], r["args"]["ret"]) for r in op[-2:]])
+        c.eq([r["args"].get("fhash") for r in op[-2:]], [None, None],
+             "an open that names no followed file carries no file hash")
     elif name == "saturated":
         c.check(tot["dropped"] > 0, "the full ring dropped events, counted (%d)" % tot["dropped"])
         # a call is counted in its window, its event read when the ring is:

@@ -5,7 +5,9 @@
  * N pwrite64 calls of 4096 bytes to FILE, one thread, then SLOW read calls
  * on a pipe that each wait SLOW_MS for a child to write. Prints its pid.
  * With TRACELOAD_ALTERNATE=1 in the environment, each pwrite64 is followed
- * by a pread64 of the same block: 2N calls alternating.
+ * by a pread64 of the same block: 2N calls alternating. Then two opens that
+ * name no file the file layer follows: one that fails (FILE/absent) and
+ * /dev/null, a character device.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +48,22 @@ int main(int argc, char **argv)
 			perror("pread");
 			return 2;
 		}
+	}
+	{
+		char absent[4096];
+		int nul;
+
+		snprintf(absent, sizeof(absent), "%s/absent", argv[1]);
+		if (open(absent, O_RDONLY) >= 0) {
+			fprintf(stderr, "%s: opened\n", absent);
+			return 2;
+		}
+		nul = open("/dev/null", O_RDONLY);
+		if (nul < 0) {
+			perror("/dev/null");
+			return 2;
+		}
+		close(nul);
 	}
 	close(fd);
 	if (slow) {

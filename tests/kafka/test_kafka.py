@@ -97,7 +97,7 @@ def check_dups(c, msgs, label):
         r = m["rec"]
         # a window has one record per process, per device, per (process, file)
         k = (r["host"], r["run"], r["window"], r["type"], r.get("pid"), r.get("cgroup_id"),
-             r.get("dev"), r.get("ino"), r.get("fhash"))
+             r.get("dev"), r.get("ino"), r.get("igen"), r.get("fhash"))
         if k in seen:
             dups += 1
             bad += seen[k] != m["payload"]
