@@ -325,18 +325,40 @@ struct walk {
 	__u32 off, flags;
 };
 
-/* One step up the tree; 1 ends the walk. A bpf_loop callback: not inlined. */
-static long walk_step(__u32 i, void *ctx)
+/* The walk's state, where each step (a global function, below) finds it:
+ * such a function takes no pointer to the caller's stack before 6.8. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk);
+} walk_scratch SEC(".maps");
+
+/*
+ * One step up the tree; non-zero ends the walk. A global function, which
+ * the verifier checks once, on its own: the walk's loop then costs it a
+ * call per step. Inlined (or as a static function) the step was checked
+ * again in every iteration, beyond 6.1's 1M-instruction budget at this
+ * depth; bpf_loop() did the same as this but needs 5.17, and was the one
+ * helper that kept the system-call family off 5.15 LTS.
+ */
+__noinline int dc_walk_step(void)
 {
-	/* locals: BPF_CORE_READ on w->x would relocate struct walk itself */
-	struct walk *w = ctx;
-	struct dentry *d = w->d, *parent;
-	struct mount *mnt = w->mnt;
+	struct dentry *d, *parent;
 	const unsigned char *name;
 	struct dc_path_ev *ev;
-	__u32 zero = 0, off = w->off;
+	__u32 zero = 0, off;
+	struct mount *mnt;
+	struct walk *w;
 	long n;
 
+	w = bpf_map_lookup_elem(&walk_scratch, &zero);
+	if (!w)
+		return 1;
+	/* locals: BPF_CORE_READ on w->x would relocate struct walk itself */
+	d = w->d;
+	mnt = w->mnt;
+	off = w->off;
 	if (d == w->mroot) {
 		struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
 
@@ -378,8 +400,7 @@ static long walk_step(__u32 i, void *ctx)
  * the parent mount, and so on up to the root of the mount tree the file
  * lives in (the process's mount namespace). Leaf first; user space reverses.
  * Probe reads only: a file closed by another thread meanwhile gives a stale
- * name at worst, never a fault. bpf_loop (5.17+): the verifier checks one
- * step, where an unrolled walk of this depth is beyond its budget.
+ * name at worst, never a fault.
  */
 /*
  * A global function, so that the verifier checks it once: inlined, it was
@@ -391,26 +412,29 @@ static long walk_step(__u32 i, void *ctx)
 __noinline int dc_send_path(__u64 file, __u32 dev, __u64 ino, __u32 igen)
 {
 	struct file *f = (struct file *)file;
-	struct walk w = {.flags = DC_PATH_TRUNCATED};
 	struct dc_path_ev *ev;
 	struct vfsmount *vm;
 	__u32 zero = 0, off;
+	struct walk *w;
 
 	ev = bpf_map_lookup_elem(&path_scratch, &zero);
-	if (!ev)
+	w = bpf_map_lookup_elem(&walk_scratch, &zero);
+	if (!ev || !w)
 		return 0;
-	w.d = BPF_CORE_READ(f, f_path.dentry);
+	w->flags = DC_PATH_TRUNCATED;
+	w->off = 0;
+	w->d = BPF_CORE_READ(f, f_path.dentry);
 	vm = BPF_CORE_READ(f, f_path.mnt);
-	w.mnt = (void *)vm - bpf_core_field_offset(struct mount, mnt);
-	w.mroot = BPF_CORE_READ(vm, mnt_root);
-	/* bpf_loop, not a bounded for loop: 6.1's verifier walks every
-	 * iteration of that and gave up at its 1M-instruction limit */
-	bpf_loop(DC_PATH_DEPTH, walk_step, &w, 0);
-	off = w.off;
+	w->mnt = (void *)vm - bpf_core_field_offset(struct mount, mnt);
+	w->mroot = BPF_CORE_READ(vm, mnt_root);
+	for (int i = 0; i < DC_PATH_DEPTH; i++)
+		if (dc_walk_step())
+			break;
+	off = w->off;
 	ev->ino = ino;
 	ev->dev = dev;
 	ev->igen = igen;
-	ev->flags = w.flags;
+	ev->flags = w->flags;
 	if (off > DC_PATH_BUF)
 		off = DC_PATH_BUF;
 	ev->len = off;
