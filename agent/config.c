@@ -47,7 +47,7 @@ static const struct dc_cfg_item items[] = {
     {"probes.syscall.entry_stash", CFG_STRING, F(syscall_stash), "auto", 0, 0,
      "auto|cpu|task_storage|hash",
      "where a call's entry time waits for its exit: per CPU, written back to BPF task "
-     "storage when the thread leaves the CPU (cheapest; needs task storage, 5.11+, and a "
+     "storage when the thread leaves the CPU (cheapest; needs task storage, 5.13+, and a "
      "kernel that does not preempt BPF programs), BPF task storage, or a hash keyed by "
      "thread id (maps.max_threads); auto takes the first of these the kernel allows"},
     {"filter.exclude_self", CFG_BOOL, F(exclude_self), "true", 0, 0, NULL,

@@ -385,13 +385,20 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 		return log_error_errno(r, "Not allowed to use BPF (%m): run datacrumbs as root, or "
 					  "with CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE");
 	task_storage = r == 1;
+	/* the map type came with 5.11 for BPF LSM; tracing programs may use
+	 * it from 5.13 (a10787e6d58c "bpf: Enable task local storage for
+	 * tracing programs"): a raw tracepoint program asks for them */
+	if (task_storage)
+		task_storage = libbpf_probe_bpf_helper(BPF_PROG_TYPE_RAW_TRACEPOINT,
+						       BPF_FUNC_task_storage_get, NULL) == 1;
 	if (!strcmp(cfg->syscall_stash, "hash"))
 		p->stash = STASH_HASH;
 	else if (!task_storage && strcmp(cfg->syscall_stash, "auto"))
 		return log_error_errno(
 		    -EOPNOTSUPP,
 		    "probes.syscall.entry_stash is \"%s\" but "
-		    "this kernel has no BPF task storage (5.11+); use \"auto\" or \"hash\"",
+		    "this kernel has no BPF task storage for tracing programs (5.13+); use "
+		    "\"auto\" or \"hash\"",
 		    cfg->syscall_stash);
 	else if (!task_storage)
 		p->stash = STASH_HASH;
