@@ -9,7 +9,10 @@ every round), each writing then reading 512 MiB, and the kernel's BPF
 statistics (kernel.bpf_stats_enabled, on only while this runs) give the
 block programs' (dc_bio_*, dc_rq_*) run time per MiB moved. Medians.
 
-usage: split_bench.py OLD_AGENT NEW_AGENT [ROUNDS]
+usage: split_bench.py OLD NEW [ROUNDS]
+  OLD, NEW: an agent binary, optionally followed by "|" and configuration
+  text added to each agent's (e.g. 'build/agent/datacrumbs|maps = {
+  block_request_slots = 2048; };' against 'build/agent/datacrumbs')
 """
 import json
 import os
@@ -35,7 +38,9 @@ def main():
     if len(sys.argv) < 3:
         print(__doc__)
         sys.exit(2)
-    bins = {"old": sys.argv[1], "new": sys.argv[2]}
+    bins, extra = {}, {}
+    for name, spec in (("old", sys.argv[1]), ("new", sys.argv[2])):
+        bins[name], _, extra[name] = spec.partition("|")
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 4
     img = "/var/tmp/dc-split-bench.img"
     subprocess.run(["truncate", "-s", "1G", img], check=True)
@@ -52,7 +57,7 @@ def main():
         subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
         for rnd in range(rounds):
             for name in (["old", "new"] if rnd % 2 == 0 else ["new", "old"]):
-                a = Agent(bins[name], "interval = 1.0;\n")
+                a = Agent(bins[name], "interval = 1.0;\n" + extra[name] + "\n")
                 time.sleep(0.5)
                 t0 = block_ns()
                 subprocess.run(["dd", "if=/dev/zero", "of=" + dev, "bs=1M", "count=%d" % MIB,
