@@ -319,7 +319,7 @@ static void emit_files(struct manager *m, const struct dc_record_ctx *ctx,
 			if (fhash_first(m->fh_seen, fn->hash)) {
 				buf_reset(&m->rec);
 				record_filename(&m->rec, ctx, hex, fn->path, fn->truncated, fn->dev,
-						fn->ino);
+						fn->ino, fn->igen);
 				if (!m->rec.err)
 					manager_write(m, DC_REC_FILENAME, ctx->w);
 			}

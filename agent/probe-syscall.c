@@ -400,9 +400,11 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 		    "this kernel has no BPF task storage for tracing programs (5.13+); use "
 		    "\"auto\" or \"hash\"",
 		    cfg->syscall_stash);
-	else if (!task_storage)
+	else if (!task_storage) {
 		p->stash = STASH_HASH;
-	else if (!strcmp(cfg->syscall_stash, "task_storage"))
+		snprintf(p->stash_why, sizeof(p->stash_why),
+			 "no task storage for tracing programs (5.13+)");
+	} else if (!strcmp(cfg->syscall_stash, "task_storage"))
 		p->stash = STASH_TASK;
 	else if (!preempt_allows_plain_updates(p->preempt) || !strcmp(cfg->map_updates, "atomic")) {
 		/* a program preempted halfway would write a cache another

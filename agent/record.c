@@ -295,7 +295,7 @@ void record_file(struct dc_buf *b, const struct dc_record_ctx *ctx, const struct
 }
 
 void record_filename(struct dc_buf *b, const struct dc_record_ctx *ctx, const char *fhash,
-		     const char *path, bool truncated, uint32_t dev, uint64_t ino)
+		     const char *path, bool truncated, uint32_t dev, uint64_t ino, uint32_t igen)
 {
 	struct dc_json j;
 
@@ -311,6 +311,8 @@ void record_filename(struct dc_buf *b, const struct dc_record_ctx *ctx, const ch
 	dev_field(&j, dev);
 	json_key(&j, "ino");
 	json_u64(&j, ino);
+	json_key(&j, "igen");
+	json_u64(&j, igen);
 	json_obj_end(&j);
 	buf_putc(b, '\n');
 }

@@ -158,7 +158,7 @@ void record_file(struct dc_buf *b, const struct dc_record_ctx *ctx, const struct
 		 const struct dc_file_entry *e, const char *fhash);
 /* A dictionary record naming fhash. */
 void record_filename(struct dc_buf *b, const struct dc_record_ctx *ctx, const char *fhash,
-		     const char *path, bool truncated, uint32_t dev, uint64_t ino);
+		     const char *path, bool truncated, uint32_t dev, uint64_t ino, uint32_t igen);
 
 void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx,
 		  const struct dc_agent_stats *s);

@@ -15,10 +15,12 @@ faster, docs/benchmarks.md). Compare builds with bench/prog_bench.py.
 
 With WORKLOAD=direct-write (or buffered-write, direct-read,
 buffered-read) the workload is instead bench/ext4bench's 1 MiB calls on an
-ext4 file system over a loop device in /var/tmp, MIB of them, and every
-sample in the programs counts, whatever task it interrupted: the block
-programs run in the loop device's workers and in completion interrupts.
-Shares are then of all the programs' samples.
+ext4 file system over a loop device in /var/tmp, MIB of them, and the
+samples in the programs count whichever of the workload's tasks they
+interrupted: ext4bench, the loop device's and the kernel's workers, the
+idle task (completion interrupts). Other tasks' samples (perf's own, the
+harness's) are left out, and perf writes to /dev/shm so that its writes
+run no block program. Shares are then of those samples.
 
 usage: prog_profile.py BUILD_DIR [EXTRA_CONFIG]
 env: OPS (calls of the loop, default 3000000), TOP (lines per program, default 15),
@@ -43,6 +45,8 @@ import layers_bench as lb  # noqa: E402  (the ext4 image on a loop device)
 
 EXT4 = {"buffered-write": ("write", False), "direct-write": ("write", True),
         "buffered-read": ("read", False), "direct-read": ("read", True)}
+# the tasks an ext4bench phase's I/O runs in (comm prefixes)
+WORKLOAD_TASKS = ("ext4bench", "kworker", "loop", "swapper", "ksoftirqd", "jbd2")
 
 
 def loaded():
@@ -77,11 +81,12 @@ def main():
     mib = int(os.environ.get("MIB", "2048"))
     if workload != "iobench" and workload not in EXT4:
         sys.exit("prog_profile: WORKLOAD is iobench or one of %s" % ", ".join(EXT4))
-    tmp = tempfile.mkdtemp(prefix="dc-profile-")
+    tmp = tempfile.mkdtemp(prefix="dc-profile-", dir="/dev/shm")
     agent = fs = None
     try:
         if workload in EXT4:
             fs = lb.Ext4(mib, "/var/tmp")
+            print("loop device %s, direct I/O to its image %s" % (fs.loop, "on" if fs.dio else "off"))
             op, direct = EXT4[workload]
             exe = os.path.join(build, "bench/ext4bench")
             target = os.path.join(fs.mnt, "f")
@@ -130,7 +135,8 @@ def main():
     for ln in script.splitlines():
         m = sym.search(ln)
         if workload in EXT4:
-            if not (m and m.group(1).startswith("dc_")):
+            if not (m and m.group(1).startswith("dc_")) or \
+                    not ln.strip().startswith(WORKLOAD_TASKS):
                 continue
         elif not ln.strip().startswith("iobench"):
             continue

@@ -58,14 +58,18 @@ def main():
         for rnd in range(rounds):
             for name in (["old", "new"] if rnd % 2 == 0 else ["new", "old"]):
                 a = Agent(bins[name], "interval = 1.0;\n" + extra[name] + "\n")
-                time.sleep(0.5)
-                t0 = block_ns()
-                subprocess.run(["dd", "if=/dev/zero", "of=" + dev, "bs=1M", "count=%d" % MIB,
-                                "oflag=direct"], check=True, capture_output=True)
-                subprocess.run(["dd", "of=/dev/null", "if=" + dev, "bs=1M", "count=%d" % MIB,
-                                "iflag=direct"], check=True, capture_output=True)
-                t1 = block_ns()
-                a.stop()
+                try:
+                    time.sleep(0.5)
+                    t0 = block_ns()
+                    subprocess.run(["dd", "if=/dev/zero", "of=" + dev, "bs=1M",
+                                    "count=%d" % MIB, "oflag=direct"], check=True,
+                                   capture_output=True)
+                    subprocess.run(["dd", "of=/dev/null", "if=" + dev, "bs=1M",
+                                    "count=%d" % MIB, "iflag=direct"], check=True,
+                                   capture_output=True)
+                    t1 = block_ns()
+                finally:
+                    a.stop()
                 res[name].append((t1 - t0) / 1000 / (2 * MIB))
                 print("%s %.2f us/MiB" % (name, res[name][-1]), flush=True)
     finally:

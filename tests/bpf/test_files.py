@@ -410,6 +410,8 @@ def inode_reuse(agent_bin):
                 said = os.read(r, 256).decode().split()
                 os.close(r)
                 _, st = os.waitpid(pid, 0)
+                if len(said) != 4:  # the writer said nothing: its status tells why
+                    said = ["0", "0", "-1", "0"]
             finally:
                 rc = a.stop()
     finally:

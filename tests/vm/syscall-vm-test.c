@@ -202,8 +202,8 @@ static void check_file(struct checks *c, struct probe_file *pf, const struct dc_
 	check(c, "file.lost", lost + fres->overflow.write_ops + fres->overflow.read_ops, 0);
 	check(c, "file.path_events", fres->names, 1);
 	check(c, "file.names_not_kept", fres->names_not_kept, 0);
-	/* the name is the generation's the key carries: 6.1 keeps
-	 * i_generation beyond the span the programs copy (bpf/file.bpf.h) */
+	/* names are kept by (device, inode, generation): the key's own,
+	 * which 6.1's copying path reads apart (bpf/file.bpf.h) */
 	fn = probe_file_name(pf, dev, ino, igen, window);
 	c->n++;
 	if (!fn || fn->truncated || strcmp(fn->path, PATH))
