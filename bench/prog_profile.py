@@ -15,7 +15,8 @@ faster, docs/benchmarks.md). Compare builds with bench/prog_bench.py.
 
 With WORKLOAD=direct-write (or buffered-write, direct-read,
 buffered-read) the workload is instead bench/ext4bench's 1 MiB calls on an
-ext4 file system over a loop device in /var/tmp, MIB of them, and the
+ext4 file system over a loop device in /var/tmp, MIB of them (with
+WORKLOAD=metadata, bench/workloads' storm over MIB files), and the
 samples in the programs count whichever of the workload's tasks they
 interrupted: ext4bench, the loop device's and the kernel's workers, the
 idle task (completion interrupts). Other tasks' samples (perf's own, the
@@ -44,9 +45,10 @@ import syscall_bench as sb  # noqa: E402  (the agent started as syscall_bench do
 import layers_bench as lb  # noqa: E402  (the ext4 image on a loop device)
 
 EXT4 = {"buffered-write": ("write", False), "direct-write": ("write", True),
-        "buffered-read": ("read", False), "direct-read": ("read", True)}
+        "buffered-read": ("read", False), "direct-read": ("read", True),
+        "metadata": ("meta", False)}
 # the tasks an ext4bench phase's I/O runs in (comm prefixes)
-WORKLOAD_TASKS = ("ext4bench", "kworker", "loop", "swapper", "ksoftirqd", "jbd2")
+WORKLOAD_TASKS = ("ext4bench", "workloads", "kworker", "loop", "swapper", "ksoftirqd", "jbd2")
 
 
 def loaded():
@@ -85,12 +87,17 @@ def main():
     agent = fs = None
     try:
         if workload in EXT4:
-            fs = lb.Ext4(mib, "/var/tmp")
-            print("loop device %s, direct I/O to its image %s" % (fs.loop, "on" if fs.dio else "off"))
             op, direct = EXT4[workload]
+            # the storm's files are small: an image of 256 MiB, MIB files
+            fs = lb.Ext4(256 if op == "meta" else mib, "/var/tmp",
+                         inodes=2 * mib + 1000 if op == "meta" else None)
+            print("loop device %s, direct I/O to its image %s" % (fs.loop, "on" if fs.dio else "off"))
             exe = os.path.join(build, "bench/ext4bench")
             target = os.path.join(fs.mnt, "f")
-            if op == "read":  # the file to read, written before the agent starts
+            if op == "meta":  # bench/workloads' storm: create, stat, unlink of MIB files
+                os.mkdir(target)
+                exe = os.path.join(build, "bench/workloads")
+            elif op == "read":  # the file to read, written before the agent starts
                 subprocess.run([exe, "write", target, str(mib)], check=True,
                                stdout=subprocess.DEVNULL)
                 lb.drop_caches()
@@ -149,8 +156,9 @@ def main():
         sys.exit("prog_profile: perf recorded no sample of the %s"
                  % ("programs" if workload in EXT4 else "loop"))
     if workload in EXT4:
-        print("samples in the agent's programs during %s (bench/ext4bench, %d MiB): %d"
-              % (workload, mib, total))
+        print("samples in the agent's programs during %s (%s): %d"
+              % (workload, "bench/workloads, %d files" % mib if workload == "metadata"
+                 else "bench/ext4bench, %d MiB" % mib, total))
     else:
         print("samples of the loop (bench/iobench, %d calls): %d" % (ops, total))
     for name, offs in sorted(hits.items(), key=lambda x: -sum(x[1].values())):
