@@ -592,6 +592,8 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 	json_u64(&j, s->keys);
 	json_key(&j, "filtered");
 	json_u64(&j, s->counters[DC_CNT_FILTERED]);
+	json_key(&j, "compat_calls");
+	json_u64(&j, s->counters[DC_CNT_COMPAT]);
 
 	json_key(&j, "drops");
 	json_obj_begin(&j);

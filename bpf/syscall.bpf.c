@@ -311,11 +311,12 @@ static __always_inline struct dc_stash *stash_open(struct task_struct *task, __u
 /* A call of a process the filters leave out: counted as such, and only a
  * mark for its exit, which then returns without taking it for a call in
  * flight at attach (exit_without_entry). No time, no arguments, no file. */
-static __always_inline void stash_filtered(struct task_struct *task, __u32 op)
+/* An entry whose exit returns quietly (a filtered process's, a 32-bit
+ * call's): the exit finds the mark, not an entry time. */
+static __always_inline void stash_skip(struct task_struct *task, __u32 op)
 {
 	struct dc_stash *st;
 
-	count(DC_CNT_FILTERED);
 	st = stash_get(task, use_task_storage ? 0 : (__u32)bpf_get_current_pid_tgid(), true);
 	if (!st)
 		return;
@@ -323,6 +324,35 @@ static __always_inline void stash_filtered(struct task_struct *task, __u32 op)
 	st->ts = 0;
 	st->filtered = 1;
 	st->restarting = 0;
+}
+
+static __always_inline void stash_filtered(struct task_struct *task, __u32 op)
+{
+	count(DC_CNT_FILTERED);
+	stash_skip(task, op);
+}
+
+/*
+ * A system call of 32-bit code: an ia32 process's, or int 0x80 from a
+ * 64-bit one. Its number is the ia32 table's, where 4 is write and 5 open
+ * (stat and fstat in the 64-bit table these programs map), so it is
+ * counted apart and not attributed. x86 only: arm64's AArch32 tasks are
+ * not told apart (not tested here).
+ */
+static __always_inline bool compat_call(struct task_struct *task)
+{
+#if defined(__TARGET_ARCH_x86)
+	if (bpf_core_field_exists(task->thread_info.status))
+		return task->thread_info.status & 0x0002; /* TS_COMPAT */
+#endif
+	return false;
+}
+
+static __always_inline void compat_skip(struct task_struct *task, __u32 op)
+{
+	count(DC_CNT_COMPAT);
+	if (op)
+		stash_skip(task, op);
 }
 
 static __always_inline void stash_stamp(struct dc_stash *st)
@@ -538,6 +568,10 @@ static __always_inline __u64 regs_size_arg(struct pt_regs *regs, __u32 src)
 		struct dc_stash *st;                                                            \
 		bool resumed;                                                                   \
                                                                                                 \
+		if (compat_call(task)) {                                                        \
+			compat_skip(task, op);                                                  \
+			return 0;                                                               \
+		}                                                                               \
 		if (!op)                                                                        \
 			return 0;                                                               \
 		if (dc_filtered(task)) {                                                        \
@@ -590,6 +624,10 @@ int dc_enter_tp(struct trace_event_raw_sys_enter *ctx)
 	struct dc_stash *st;
 	bool resumed;
 
+	if (compat_call(task)) {
+		compat_skip(task, op);
+		return 0;
+	}
 	if (!op)
 		return 0;
 	if (dc_filtered(task)) {

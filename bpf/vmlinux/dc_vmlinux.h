@@ -74,7 +74,17 @@ struct cred {
 	kuid_t uid;
 };
 
+#if defined(__TARGET_ARCH_x86)
+struct thread_info {
+	u32 status; /* TS_COMPAT: the system call in progress is a 32-bit one */
+};
+#else
+struct thread_info {
+	unsigned long flags;
+};
+#endif
 struct task_struct {
+	struct thread_info thread_info; /* CONFIG_THREAD_INFO_IN_TASK */
 	int pid;
 	int tgid;
 	struct mm_struct *mm; /* NULL for kernel threads */

@@ -119,7 +119,10 @@ enum dc_syscall_counter {
 	/* a call a signal interrupted with a restart code whose thread then
 	 * made another call instead (EINTR reached it): not counted */
 	DC_CNT_NOT_RESTARTED = 5,
-	DC_CNT_MAX = 6,
+	/* calls of 32-bit code (ia32, or int 0x80 from 64-bit code): their
+	 * numbers are another table's, so they are counted, not attributed */
+	DC_CNT_COMPAT = 6,
+	DC_CNT_MAX = 7,
 };
 
 #endif
