@@ -308,11 +308,9 @@ static __always_inline struct dc_stash *stash_open(struct task_struct *task, __u
 	return st;
 }
 
-/* A call of a process the filters leave out: counted as such, and only a
- * mark for its exit, which then returns without taking it for a call in
- * flight at attach (exit_without_entry). No time, no arguments, no file. */
-/* An entry whose exit returns quietly (a filtered process's, a 32-bit
- * call's): the exit finds the mark, not an entry time. */
+/* A call left out (a filtered process's, a 32-bit one): only a mark for
+ * its exit, which then returns without taking it for a call in flight at
+ * attach (exit_without_entry). No time, no arguments, no file. */
 static __always_inline void stash_skip(struct task_struct *task, __u32 op)
 {
 	struct dc_stash *st;
@@ -326,6 +324,7 @@ static __always_inline void stash_skip(struct task_struct *task, __u32 op)
 	st->restarting = 0;
 }
 
+/* A call of a process the filters leave out: counted as such. */
 static __always_inline void stash_filtered(struct task_struct *task, __u32 op)
 {
 	count(DC_CNT_FILTERED);

@@ -14,6 +14,7 @@ usage: test_compat.py AGENT COMPATLOAD
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,12 +33,17 @@ def main():
     path = os.path.join(tmp, "c.dat")
     a = Agent(agent_bin, "interval = 0.2;\n")
     try:
-        p = subprocess.run([load, path, str(N)], stdout=subprocess.PIPE, check=True, timeout=60)
-        pid = int(p.stdout.decode().split()[-1])
-        size = os.path.getsize(path)
+        p = subprocess.run([load, path, str(N)], stdout=subprocess.PIPE, timeout=60)
+        size = os.path.getsize(path) if os.path.exists(path) else 0
     finally:
         rc = a.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+    if p.returncode == -signal.SIGSEGV:
+        # no ia32 emulation (CONFIG_IA32_EMULATION=n, ia32_emulation=false)
+        print("SKIP: int 0x80 faults: this kernel runs no 32-bit system calls", flush=True)
+        return 77
+    c.eq(p.returncode, 0, "the workload exits 0")
+    pid = int(p.stdout.decode().split()[-1])
     c.eq(rc, 0, "agent exits 0")
     c.eq(size, N * 100, "the 32-bit writes ran")
     ops = {}
@@ -47,8 +53,13 @@ def main():
                 ops[k] = ops.get(k, 0) + o["count"]
     c.eq({k: ops.get(k, 0) for k in ("stat", "fstat", "lstat")}, {"stat": 0, "fstat": 0, "lstat": 0},
          "no 32-bit call taken for the 64-bit call of its number (ops: %s)" % ops)
+    # its 64-bit calls are still the process's: printf's write to the pipe
+    c.check(ops.get("write", 0) >= 1, "the process's own 64-bit write is counted")
     compat = sum(r.get("compat_calls", 0) for r in a.records() if r["type"] == "agent")
-    c.check(compat >= N + 2, "the agent record counts them: compat_calls %d, the workload made %d"
+    # at least the workload's; a few more only if something else on the
+    # node runs 32-bit code meanwhile, not every call taken for one
+    c.check(N + 2 <= compat <= N + 100,
+            "the agent record counts them: compat_calls %d, the workload made %d"
             % (compat, N + 2))
     return c.done()
 
