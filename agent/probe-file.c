@@ -78,6 +78,9 @@ static uint8_t kind_of_op(const char *op)
 	    {"fsync", DC_FK_SYNC},
 	    {"fdatasync", DC_FK_SYNC},
 	    {"sync_file_range", DC_FK_SYNC},
+	    {"copy_file_range", DC_FK_COPY},
+	    {"splice", DC_FK_COPY},
+	    {"sendfile", DC_FK_SENDFILE},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(t); i++)

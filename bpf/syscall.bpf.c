@@ -194,6 +194,17 @@ static __always_inline struct dc_stash *stash_cpu_flush(struct task_struct *prev
 	return ts;
 }
 
+static const struct dc_stash zero_stash;
+
+/* A copy's source at exit: here, not on the exit's stack, which with the
+ * file-name walk's two frames is at the 512 bytes the verifier allows. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dc_file_stash);
+} copy_src SEC(".maps");
+
 static __always_inline struct dc_stash *stash_get(struct task_struct *task, __u32 tid, bool create)
 {
 	if (cpu_stash)
@@ -201,11 +212,9 @@ static __always_inline struct dc_stash *stash_get(struct task_struct *task, __u3
 	if (use_task_storage)
 		return bpf_task_storage_get(&stash_task, task, 0,
 					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-	if (create) {
-		struct dc_stash z = {};
-
-		bpf_map_update_elem(&stash_tid, &tid, &z, BPF_ANY);
-	}
+	/* from .rodata, not the stack: the stash is most of the 512 bytes */
+	if (create)
+		bpf_map_update_elem(&stash_tid, &tid, &zero_stash, BPF_ANY);
 	return bpf_map_lookup_elem(&stash_tid, &tid);
 }
 
@@ -215,7 +224,8 @@ enum { STASH_NONE, STASH_TAKEN, STASH_FILTERED };
  * *keep: the stash itself where it outlives the call (task storage), for
  * its slot hints. */
 static __always_inline int stash_take(struct task_struct *task, __u32 tid, __u32 op, __u64 *ts,
-				      __u64 *size, struct dc_file_stash *fs, __u32 *tr_seq,
+				      __u64 *size, struct dc_file_stash *fs,
+				      struct dc_file_stash **fsrc, __u32 *tr_seq,
 				      struct stk_call *sc, struct dc_stash **keep)
 {
 	struct dc_stash *st = stash_get(task, tid, false);
@@ -235,8 +245,16 @@ static __always_inline int stash_take(struct task_struct *task, __u32 tid, __u32
 		return STASH_NONE;
 	*ts = st->ts;
 	*size = st->size;
-	if (files_on)
+	if (files_on) {
 		*fs = st->f;
+		if (fs->kind == DC_FK_COPY || fs->kind == DC_FK_SENDFILE) {
+			__u32 zero = 0;
+
+			*fsrc = bpf_map_lookup_elem(&copy_src, &zero);
+			if (*fsrc)
+				**fsrc = st->src;
+		}
+	}
 	if (traces_on)
 		*tr_seq = use_task_storage ? dc_draw(&st->tr_seen) : trace_cpu_seq();
 	if (stacks_on) {
@@ -419,6 +437,7 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 	struct dc_agg_key key = {};
 	struct task_struct *task;
 	struct dc_file_stash fs = {}; /* clang spills undefined registers otherwise */
+	struct dc_file_stash *fsrc = NULL;
 	struct stk_call sc = {};
 	__u32 tr_seq = 0;
 	struct dc_agg_val *v;
@@ -433,8 +452,8 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 	tgid = task->tgid;
 	if (tgid == agent_tgid)
 		return;
-	switch (stash_take(task, use_task_storage ? 0 : task->pid, op, &ts, &size, &fs, &tr_seq,
-			   &sc, &hs)) {
+	switch (stash_take(task, use_task_storage ? 0 : task->pid, op, &ts, &size, &fs, &fsrc,
+			   &tr_seq, &sc, &hs)) {
 	case STASH_FILTERED:
 		return;
 	case STASH_NONE:
@@ -460,8 +479,19 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 		__builtin_memset(hs->file_hints, 0, sizeof(hs->file_hints));
 		hs->hint_cg = key.cgroup_id;
 	}
-	if (files_on && fs.kind)
-		file_exit(&fs, task, ret, lat, key.cgroup_id, direct, hs ? hs->file_hints : NULL);
+	if (files_on && fs.kind) {
+		struct dc_file_hint *fh = hs ? hs->file_hints : NULL;
+
+		/* a copy: its source a read, its destination a write, the
+		 * call's time and bytes on each */
+		if (fs.kind == DC_FK_COPY || fs.kind == DC_FK_SENDFILE) {
+			if (fsrc && fsrc->kind)
+				file_exit(fsrc, task, ret, lat, key.cgroup_id, direct, fh);
+			fs.kind = fs.ino ? DC_FK_PWRITE : DC_FK_NONE;
+		}
+		if (fs.kind)
+			file_exit(&fs, task, ret, lat, key.cgroup_id, direct, fh);
+	}
 
 	src = size_src(op);
 	if (ret >= 0 && src != DC_SZ_NONE) {
@@ -530,29 +560,33 @@ static __always_inline __u64 regs_size_arg(struct pt_regs *regs, __u32 src)
 
 /* The file part of an entry; args read only for the calls it follows.
  * tp_btf hands a BTF-typed regs: plain loads, no helper per argument. */
-#define FILE_ENTER(st, task, nr, get, direct)                                            \
-	do {                                                                             \
-		__u32 k_;                                                                \
-                                                                                         \
-		if (!files_on)                                                           \
-			break;                                                           \
-		k_ = kind_of(nr);                                                        \
-		if (k_)                                                                  \
-			file_enter(&(st)->f, (task), (nr), get(1), get(2), get(4),       \
-				   (k_ & DC_FK_KIND_MASK) == DC_FK_PWRITE2 ? get(6) : 0, \
-				   (direct));                                            \
-		else                                                                     \
-			(st)->f.kind = DC_FK_NONE;                                       \
+#define FILE_ENTER(st, task, nr, get, direct)                                                  \
+	do {                                                                                   \
+		__u32 k_;                                                                      \
+                                                                                               \
+		if (!files_on)                                                                 \
+			break;                                                                 \
+		k_ = kind_of(nr) & DC_FK_KIND_MASK;                                            \
+		if (k_)                                                                        \
+			file_enter(&(st)->f, &(st)->src, (task), (nr), get(1), get(2), get(4), \
+				   k_ == DC_FK_PWRITE2			      ? get(6)         \
+				   : k_ == DC_FK_COPY || k_ == DC_FK_SENDFILE ? get(3)         \
+									      : 0,             \
+				   (direct));                                                  \
+		else                                                                           \
+			(st)->f.kind = DC_FK_NONE;                                             \
 	} while (0)
 
 #define BTF_ARG(i)  BTF_ARG_##i
 #define CORE_ARG(i) CORE_ARG_##i
 #define BTF_ARG_1   PT_REGS_PARM1_SYSCALL(regs)
 #define BTF_ARG_2   PT_REGS_PARM2_SYSCALL(regs)
+#define BTF_ARG_3   PT_REGS_PARM3_SYSCALL(regs)
 #define BTF_ARG_4   PT_REGS_PARM4_SYSCALL(regs)
 #define BTF_ARG_6   DC_REGS_ARG6(regs)
 #define CORE_ARG_1  PT_REGS_PARM1_CORE_SYSCALL(regs)
 #define CORE_ARG_2  PT_REGS_PARM2_CORE_SYSCALL(regs)
+#define CORE_ARG_3  PT_REGS_PARM3_CORE_SYSCALL(regs)
 #define CORE_ARG_4  PT_REGS_PARM4_CORE_SYSCALL(regs)
 #define CORE_ARG_6  DC_CORE_REGS_ARG6(regs)
 
@@ -643,11 +677,13 @@ int dc_enter_tp(struct trace_event_raw_sys_enter *ctx)
 	if (!st)
 		return 0;
 	if (files_on) {
-		__u32 k = kind_of(ctx->id);
+		__u32 k = kind_of(ctx->id) & DC_FK_KIND_MASK;
 
 		if (k)
-			file_enter(&st->f, task, ctx->id, a0, a1, a3,
-				   (k & DC_FK_KIND_MASK) == DC_FK_PWRITE2 ? ctx->args[5] : 0,
+			file_enter(&st->f, &st->src, task, ctx->id, a0, a1, a3,
+				   k == DC_FK_PWRITE2			    ? ctx->args[5]
+				   : k == DC_FK_COPY || k == DC_FK_SENDFILE ? a2
+									    : 0,
 				   false);
 		else
 			st->f.kind = DC_FK_NONE;

@@ -37,7 +37,14 @@ enum dc_file_kind {
 	/* newfstatat(fd, "", buf, AT_EMPTY_PATH), which glibc's fstat() is since
 	 * 2.33: DC_FK_META on fd = arg0; any other path names another file */
 	DC_FK_META_AT = 10,
-	DC_FK_MAX = 11,
+	/* data moved in the kernel between two descriptors: the destination
+	 * is charged a write, the source (struct dc_stash src) a read.
+	 * copy_file_range and splice: in = arg0, its offset pointer arg1, out
+	 * = arg2, its offset pointer arg3 (NULL: the position; a pipe side of
+	 * a splice is no file followed) */
+	DC_FK_COPY = 11,
+	DC_FK_SENDFILE = 12, /* out = arg0, in = arg1, its offset pointer arg2 */
+	DC_FK_MAX = 13,
 };
 
 /* syscall numbers the table covers; like DC_NR_MAX of the syscall layer */

@@ -83,6 +83,8 @@ struct dc_stash {
 	__u32 restarting; /* the call in flight returned a restart code: kept for its restart */
 	__u32 arg0;	  /* its first argument (an fd, mostly): a restart repeats it */
 	__u32 pad3;
+	/* the source of a copy (DC_FK_COPY, DC_FK_SENDFILE): read only then */
+	struct dc_file_stash src;
 	/* where this thread's (cgroup, process, op) keys live in the agg slot
 	 * map, by op modulo DC_STASH_HINTS: the exit of a call whose hint holds
 	 * skips the index lookup. All hints are for the cgroup hint_cg. */

@@ -7,7 +7,8 @@ usage: test_files.py SCENARIO AGENT FILELOAD
             files-probe (tp_btf, probe reads), files-tracepoint,
             files-pid-reuse (a parked position is not a later process's),
             files-append-blockdev, files-inode-reuse (ext4's reused inode
-            numbers are other files), files-rwf-append (pwritev2's flags)
+            numbers are other files), files-rwf-append (pwritev2's flags),
+            files-copy (copy_file_range, sendfile, splice charge both files)
 """
 import fcntl
 import os
@@ -365,6 +366,66 @@ def rwf_append(agent_bin):
     return c.done()
 
 
+def copies(agent_bin):
+    """Data moved between two descriptors in the kernel charges both files:
+    the source a read, the destination a write, at their offsets.
+    copy_file_range twice (positions: 0 and 16384 of each, the second
+    consecutive), sendfile from offset 8192 of the source, splice from the
+    source into a pipe (no file followed on that side). Before, neither
+    file was charged: in.dat read 0 bytes and out.dat wrote 0."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-files-")
+    names = {n: os.path.join(tmp, n) for n in ("in.dat", "out.dat", "sf.dat")}
+    with open(names["in.dat"], "wb") as f:
+        f.write(b"i" * 65536)
+    a = Agent(agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = "file"; }; };\n')
+    try:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                fi = os.open(names["in.dat"], os.O_RDONLY)
+                fo = os.open(names["out.dat"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                n = os.copy_file_range(fi, fo, 16384) + os.copy_file_range(fi, fo, 16384)
+                fs = os.open(names["sf.dat"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                n += os.sendfile(fs, fi, 8192, 4096)
+                r, w = os.pipe()
+                n += os.splice(fi, w, 4096)
+                code = 0 if n == 16384 * 2 + 4096 * 2 else 3
+            finally:
+                os._exit(code)
+        _, st = os.waitpid(pid, 0)
+    finally:
+        rc = a.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    c.eq(st, 0, "the copier exits 0, every copy whole")
+    c.eq(rc, 0, "agent exits 0")
+    keys = ("reads", "bytes_read", "consec_reads", "writes", "bytes_written", "consec_writes",
+            "max_byte_written")
+    got = {}
+    for x in a.records():
+        if x["type"] == "file" and x["pid"] == pid:
+            g = got.setdefault(x["fhash"], {k: -1 if k == "max_byte_written" else 0
+                                            for k in keys})
+            for k in keys:
+                g[k] = max(g[k], x[k]) if k == "max_byte_written" else g[k] + x[k]
+    want = {
+        # copy_file_range at 0, then at 16384 (consecutive), leaving the
+        # position at 32768; sendfile at its offset argument, 8192, which
+        # moves no position; splice at the position, 32768, where the last
+        # read (sendfile's) ended at 12288: not consecutive
+        "in.dat": {"reads": 4, "bytes_read": 40960, "consec_reads": 1, "writes": 0,
+                   "bytes_written": 0, "consec_writes": 0, "max_byte_written": -1},
+        "out.dat": {"reads": 0, "bytes_read": 0, "consec_reads": 0, "writes": 2,
+                    "bytes_written": 32768, "consec_writes": 1, "max_byte_written": 32767},
+        "sf.dat": {"reads": 0, "bytes_read": 0, "consec_reads": 0, "writes": 1,
+                   "bytes_written": 4096, "consec_writes": 0, "max_byte_written": 4095},
+    }
+    for n, w in want.items():
+        c.eq(got.get(fnv1a(names[n].encode())), w, "%s charged with the copies" % n)
+    return c.done()
+
+
 FS_IOC_GETVERSION = 0x80087601  # _IOR('v', 1, long): the inode's i_generation
 
 
@@ -449,6 +510,8 @@ def main():
         sys.exit(inode_reuse(agent_bin))
     if name == "files-rwf-append":
         sys.exit(rwf_append(agent_bin))
+    if name == "files-copy":
+        sys.exit(copies(agent_bin))
     variant = name.split("-", 1)[1] if "-" in name else "auto"
     if variant == "probe":
         sys.exit(scenario(agent_bin, fl_bin, "tp_btf", "probe"))
