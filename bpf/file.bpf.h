@@ -542,9 +542,10 @@ static __always_inline void file_enter_copy(struct dc_file_stash *st, struct dc_
 	ok = direct ? copy_side_dr(src, task, in, in_off) : copy_side_pr(src, task, in, in_off);
 	src->kind = ok ? DC_FK_PREAD : DC_FK_NONE;
 	ok = direct ? copy_side_dr(st, task, out, out_off) : copy_side_pr(st, task, out, out_off);
+	/* no destination file: the exit charges the source alone, and the
+	 * call's trace names no file */
 	if (!ok) {
 		st->ino = 0;
-		st->fd = (__s32)out;
 		if (src->kind == DC_FK_NONE)
 			st->kind = DC_FK_NONE;
 	}

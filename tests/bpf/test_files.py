@@ -366,19 +366,23 @@ def rwf_append(agent_bin):
     return c.done()
 
 
-def copies(agent_bin):
+def copies(agent_bin, mechanism):
     """Data moved between two descriptors in the kernel charges both files:
-    the source a read, the destination a write, at their offsets.
-    copy_file_range twice (positions: 0 and 16384 of each, the second
-    consecutive), sendfile from offset 8192 of the source, splice from the
-    source into a pipe (no file followed on that side). Before, neither
-    file was charged: in.dat read 0 bytes and out.dat wrote 0."""
+    the source a read, the destination a write, at their offsets:
+      copy_file_range at the positions: in 0..16383, out 0..16383;
+      copy_file_range at offsets 16384 (in, consecutive) and 20000 (out,
+        sequential, not consecutive), which moves no position;
+      splice from in's position, 16384, into a pipe (no file on that side);
+      sendfile from offset 20480 of in (consecutive to the splice) to sf.dat.
+    Offsets taken one for the other, or not read, change the consecutive
+    counts and the highest bytes. Before, neither file was charged."""
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-files-")
     names = {n: os.path.join(tmp, n) for n in ("in.dat", "out.dat", "sf.dat")}
     with open(names["in.dat"], "wb") as f:
         f.write(b"i" * 65536)
-    a = Agent(agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = "file"; }; };\n')
+    a = Agent(agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = "file"; }; '
+              'syscall = { mechanism = "%s"; }; };\n' % mechanism)
     try:
         pid = os.fork()
         if pid == 0:
@@ -386,11 +390,12 @@ def copies(agent_bin):
             try:
                 fi = os.open(names["in.dat"], os.O_RDONLY)
                 fo = os.open(names["out.dat"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                n = os.copy_file_range(fi, fo, 16384) + os.copy_file_range(fi, fo, 16384)
-                fs = os.open(names["sf.dat"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                n += os.sendfile(fs, fi, 8192, 4096)
+                n = os.copy_file_range(fi, fo, 16384)
+                n += os.copy_file_range(fi, fo, 16384, 16384, 20000)
                 r, w = os.pipe()
                 n += os.splice(fi, w, 4096)
+                fs = os.open(names["sf.dat"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                n += os.sendfile(fs, fi, 20480, 4096)
                 code = 0 if n == 16384 * 2 + 4096 * 2 else 3
             finally:
                 os._exit(code)
@@ -400,29 +405,28 @@ def copies(agent_bin):
         shutil.rmtree(tmp, ignore_errors=True)
     c.eq(st, 0, "the copier exits 0, every copy whole")
     c.eq(rc, 0, "agent exits 0")
-    keys = ("reads", "bytes_read", "consec_reads", "writes", "bytes_written", "consec_writes",
-            "max_byte_written")
+    keys = ("reads", "bytes_read", "consec_reads", "max_byte_read", "writes", "bytes_written",
+            "consec_writes", "seq_writes", "max_byte_written")
     got = {}
     for x in a.records():
         if x["type"] == "file" and x["pid"] == pid:
-            g = got.setdefault(x["fhash"], {k: -1 if k == "max_byte_written" else 0
-                                            for k in keys})
+            g = got.setdefault(x["fhash"], {k: -1 if k.startswith("max_") else 0 for k in keys})
             for k in keys:
-                g[k] = max(g[k], x[k]) if k == "max_byte_written" else g[k] + x[k]
+                g[k] = max(g[k], x[k]) if k.startswith("max_") else g[k] + x[k]
     want = {
-        # copy_file_range at 0, then at 16384 (consecutive), leaving the
-        # position at 32768; sendfile at its offset argument, 8192, which
-        # moves no position; splice at the position, 32768, where the last
-        # read (sendfile's) ended at 12288: not consecutive
-        "in.dat": {"reads": 4, "bytes_read": 40960, "consec_reads": 1, "writes": 0,
-                   "bytes_written": 0, "consec_writes": 0, "max_byte_written": -1},
-        "out.dat": {"reads": 0, "bytes_read": 0, "consec_reads": 0, "writes": 2,
-                    "bytes_written": 32768, "consec_writes": 1, "max_byte_written": 32767},
-        "sf.dat": {"reads": 0, "bytes_read": 0, "consec_reads": 0, "writes": 1,
-                   "bytes_written": 4096, "consec_writes": 0, "max_byte_written": 4095},
+        "in.dat": {"reads": 4, "bytes_read": 40960, "consec_reads": 2, "max_byte_read": 32767,
+                   "writes": 0, "bytes_written": 0, "consec_writes": 0, "seq_writes": 0,
+                   "max_byte_written": -1},
+        "out.dat": {"reads": 0, "bytes_read": 0, "consec_reads": 0, "max_byte_read": -1,
+                    "writes": 2, "bytes_written": 32768, "consec_writes": 0, "seq_writes": 1,
+                    "max_byte_written": 36383},
+        "sf.dat": {"reads": 0, "bytes_read": 0, "consec_reads": 0, "max_byte_read": -1,
+                   "writes": 1, "bytes_written": 4096, "consec_writes": 0, "seq_writes": 0,
+                   "max_byte_written": 4095},
     }
     for n, w in want.items():
-        c.eq(got.get(fnv1a(names[n].encode())), w, "%s charged with the copies" % n)
+        c.eq(got.get(fnv1a(names[n].encode())), w, "%s: %s charged with the copies"
+             % (mechanism, n))
     return c.done()
 
 
@@ -510,8 +514,10 @@ def main():
         sys.exit(inode_reuse(agent_bin))
     if name == "files-rwf-append":
         sys.exit(rwf_append(agent_bin))
-    if name == "files-copy":
-        sys.exit(copies(agent_bin))
+    if name.startswith("files-copy"):
+        # the probe-read paths too: raw_tp's CO-RE argument reads, the
+        # tracepoint's args[]
+        sys.exit(copies(agent_bin, name.split("-", 2)[2] if name.count("-") == 2 else "auto"))
     variant = name.split("-", 1)[1] if "-" in name else "auto"
     if variant == "probe":
         sys.exit(scenario(agent_bin, fl_bin, "tp_btf", "probe"))
