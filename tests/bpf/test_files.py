@@ -263,6 +263,40 @@ def pid_reuse(agent_bin):
     return c.done()
 
 
+def in_child(body):
+    """body() in a forked child: (its pid, its wait status, the str body
+    returned, "" if it raised). The child exits 0 when body returns, 1
+    when it raises."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            os.write(w, (body() or "").encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    _, st = os.waitpid(pid, 0)  # what it said fits in the pipe: read after
+    with os.fdopen(r, "rb") as f:
+        return pid, st, f.read().decode()
+
+
+def watched(c, agent_bin, conf, body, tmp, what):
+    """body() in a child while an agent with conf runs; tmp removed after.
+    Checks that both exit 0; (the agent, the child's pid, what it said)."""
+    a = Agent(agent_bin, conf)
+    try:
+        pid, st, said = in_child(body)
+    finally:
+        rc = a.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    c.eq(st, 0, "%s exits 0" % what)
+    c.eq(rc, 0, "agent exits 0")
+    return a, pid, said
+
+
 def append_blockdev(agent_bin):
     """Writes through an O_APPEND descriptor of a block device land at the
     position or offset given: the kernel ignores O_APPEND there (and the
@@ -274,18 +308,12 @@ def append_blockdev(agent_bin):
         with loop_device(tmp) as dev:
             a = Agent(agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = "file"; '
                       '}; };\n')
+            def writer():
+                fd = os.open(dev, os.O_WRONLY | os.O_APPEND)
+                os.pwrite(fd, b"d" * 4096, 8192)
+                os.pwrite(fd, b"d" * 4096, 12288)
             try:
-                pid = os.fork()
-                if pid == 0:
-                    code = 1
-                    try:
-                        fd = os.open(dev, os.O_WRONLY | os.O_APPEND)
-                        os.pwrite(fd, b"d" * 4096, 8192)
-                        os.pwrite(fd, b"d" * 4096, 12288)
-                        code = 0
-                    finally:
-                        os._exit(code)
-                _, st = os.waitpid(pid, 0)
+                pid, st, _ = in_child(writer)
             finally:
                 rc = a.stop()
             c.eq(st, 0, "the writer exits 0")
@@ -319,36 +347,19 @@ def rwf_append(agent_bin):
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-files-")
     path = os.path.join(tmp, "v.dat")
-    a = Agent(agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = "file"; }; };\n')
-    try:
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.close(r)
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                os.pwrite(fd, b"v" * 100, 0)
-                os.pwritev(fd, [b"v" * 100], 0, RWF_APPEND)
-                fd2 = os.open(path, os.O_WRONLY | os.O_APPEND)
-                try:
-                    os.pwritev(fd2, [b"v" * 100], 1000, RWF_NOAPPEND)
-                    said = b"noappend"
-                except OSError:
-                    said = b"no RWF_NOAPPEND"  # before 6.9: EOPNOTSUPP, nothing written
-                os.write(w, said)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(w)
-        said = os.read(r, 64).decode()
-        os.close(r)
-        _, st = os.waitpid(pid, 0)
-    finally:
-        rc = a.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
-    c.eq(st, 0, "the writer exits 0")
-    c.eq(rc, 0, "agent exits 0")
+
+    def writer():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.pwrite(fd, b"v" * 100, 0)
+        os.pwritev(fd, [b"v" * 100], 0, RWF_APPEND)
+        fd2 = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            os.pwritev(fd2, [b"v" * 100], 1000, RWF_NOAPPEND)
+            return "noappend"
+        except OSError:
+            return "no RWF_NOAPPEND"  # before 6.9: EOPNOTSUPP, nothing written
+    a, pid, said = watched(c, agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = '
+                           '"file"; }; };\n', writer, tmp, "the writer")
     got = {}
     for x in a.records():
         if x["type"] == "file" and x["pid"] == pid and x["fhash"] == fnv1a(path.encode()):
@@ -381,30 +392,21 @@ def copies(agent_bin, mechanism):
     names = {n: os.path.join(tmp, n) for n in ("in.dat", "out.dat", "sf.dat")}
     with open(names["in.dat"], "wb") as f:
         f.write(b"i" * 65536)
-    a = Agent(agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = "file"; }; '
-              'syscall = { mechanism = "%s"; }; };\n' % mechanism)
-    try:
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                fi = os.open(names["in.dat"], os.O_RDONLY)
-                fo = os.open(names["out.dat"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                n = os.copy_file_range(fi, fo, 16384)
-                n += os.copy_file_range(fi, fo, 16384, 16384, 20000)
-                r, w = os.pipe()
-                n += os.splice(fi, w, 4096)
-                fs = os.open(names["sf.dat"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                n += os.sendfile(fs, fi, 20480, 4096)
-                code = 0 if n == 16384 * 2 + 4096 * 2 else 3
-            finally:
-                os._exit(code)
-        _, st = os.waitpid(pid, 0)
-    finally:
-        rc = a.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
-    c.eq(st, 0, "the copier exits 0, every copy whole")
-    c.eq(rc, 0, "agent exits 0")
+
+    def copier():
+        fi = os.open(names["in.dat"], os.O_RDONLY)
+        fo = os.open(names["out.dat"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        n = os.copy_file_range(fi, fo, 16384)
+        n += os.copy_file_range(fi, fo, 16384, 16384, 20000)
+        r, w = os.pipe()
+        n += os.splice(fi, w, 4096)
+        fs = os.open(names["sf.dat"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        n += os.sendfile(fs, fi, 20480, 4096)
+        if n != 16384 * 2 + 4096 * 2:
+            raise RuntimeError("a copy was short: %d bytes" % n)
+    a, pid, _ = watched(c, agent_bin, 'interval = 0.2;\nprobes = { files = { granularity = '
+                        '"file"; }; syscall = { mechanism = "%s"; }; };\n' % mechanism, copier,
+                        tmp, "the copier, every copy whole,")
     keys = ("reads", "bytes_read", "consec_reads", "max_byte_read", "writes", "bytes_written",
             "consec_writes", "seq_writes", "max_byte_written")
     got = {}
@@ -449,32 +451,21 @@ def inode_reuse(agent_bin):
             # at its stop
             a = Agent(agent_bin, 'interval = 300;\nprobes = { files = { granularity = "file"; '
                       '}; };\n')
-            r, w = os.pipe()
+            def writer():
+                out = []
+                for name, blocks in (("x.dat", 1), ("y.dat", 2)):
+                    path = os.path.join(mnt, name)
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                    for i in range(blocks):
+                        os.write(fd, b"w" * 4096)
+                    gen = struct.unpack("l", fcntl.ioctl(fd, FS_IOC_GETVERSION, b"\0" * 8))[0]
+                    out.append("%d %d" % (os.fstat(fd).st_ino, gen & 0xffffffff))
+                    os.close(fd)
+                    os.unlink(path)
+                return " ".join(out)
             try:
-                pid = os.fork()
-                if pid == 0:
-                    code = 1
-                    try:
-                        os.close(r)
-                        out = []
-                        for name, blocks in (("x.dat", 1), ("y.dat", 2)):
-                            path = os.path.join(mnt, name)
-                            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-                            for i in range(blocks):
-                                os.write(fd, b"w" * 4096)
-                            gen = struct.unpack("l", fcntl.ioctl(fd, FS_IOC_GETVERSION,
-                                                                 b"\0" * 8))[0]
-                            out.append("%d %d" % (os.fstat(fd).st_ino, gen & 0xffffffff))
-                            os.close(fd)
-                            os.unlink(path)
-                        os.write(w, (" ".join(out)).encode())
-                        code = 0
-                    finally:
-                        os._exit(code)
-                os.close(w)
-                said = os.read(r, 256).decode().split()
-                os.close(r)
-                _, st = os.waitpid(pid, 0)
+                pid, st, said = in_child(writer)
+                said = said.split()
                 if len(said) != 4:  # the writer said nothing: its status tells why
                     said = ["0", "0", "-1", "0"]
             finally:
