@@ -78,6 +78,17 @@ static size_t slot_of(const struct fname_table *t, uint32_t dev, uint64_t ino, u
 	return (size_t)(k >> 17) & (t->cap - 1);
 }
 
+/* The first empty slot of the key's probe sequence (the table is never
+ * full: at most half). */
+static size_t free_slot(const struct fname_table *t, uint32_t dev, uint64_t ino, uint32_t igen)
+{
+	size_t s = slot_of(t, dev, ino, igen);
+
+	while (t->slots[s].path)
+		s = (s + 1) & (t->cap - 1);
+	return s;
+}
+
 void fname_table_init(struct fname_table *t, size_t max)
 {
 	*t = (struct fname_table){.max = max ? max : 1};
@@ -122,7 +133,6 @@ static int rehash(struct fname_table *t, size_t cap, uint64_t keep_from)
 	t->used = 0;
 	for (size_t i = 0; i < ocap; i++) {
 		struct fname *f = &old[i];
-		size_t s;
 
 		if (!f->path)
 			continue;
@@ -130,10 +140,7 @@ static int rehash(struct fname_table *t, size_t cap, uint64_t keep_from)
 			free(f->path);
 			continue;
 		}
-		for (s = slot_of(t, f->dev, f->ino, f->igen); t->slots[s].path;
-		     s = (s + 1) & (cap - 1))
-			;
-		t->slots[s] = *f;
+		t->slots[free_slot(t, f->dev, f->ino, f->igen)] = *f;
 		t->used++;
 	}
 	free(old);
@@ -145,7 +152,6 @@ int fname_put(struct fname_table *t, uint32_t dev, uint64_t ino, uint32_t igen, 
 {
 	struct fname *f = find(t, dev, ino, igen);
 	char *copy = strdup(path);
-	size_t s;
 
 	if (!copy)
 		return -ENOMEM;
@@ -179,15 +185,13 @@ int fname_put(struct fname_table *t, uint32_t dev, uint64_t ino, uint32_t igen, 
 			return r;
 		}
 	}
-	for (s = slot_of(t, dev, ino, igen); t->slots[s].path; s = (s + 1) & (t->cap - 1))
-		;
-	t->slots[s] = (struct fname){.dev = dev,
-				     .ino = ino,
-				     .igen = igen,
-				     .truncated = truncated,
-				     .hash = filepath_hash(path),
-				     .last_window = window,
-				     .path = copy};
+	t->slots[free_slot(t, dev, ino, igen)] = (struct fname){.dev = dev,
+								.ino = ino,
+								.igen = igen,
+								.truncated = truncated,
+								.hash = filepath_hash(path),
+								.last_window = window,
+								.path = copy};
 	t->used++;
 	return 0;
 }

@@ -44,8 +44,8 @@ int probe_file_ring_fd(struct probe_file *p);
 int probe_file_consume(struct probe_file *p, uint64_t window);
 
 struct dc_file_drain {
-	struct dc_file_entry
-	    *entries; /* sorted by (tgid, cgroup, dev, ino, igen); owned by the probe */
+	/* sorted by (tgid, cgroup, dev, ino, igen); owned by the probe */
+	struct dc_file_entry *entries;
 	size_t n;
 	struct dc_file_sum overflow; /* calls whose key did not fit, this window */
 	uint64_t counters[DC_FILE_CNT_MAX];

@@ -557,10 +557,9 @@ static __always_inline void file_enter(struct dc_file_stash *st, struct dc_file_
 				       struct task_struct *task, long nr, __u64 a0, __u64 a1,
 				       __u64 a3, __u64 a2x, bool direct)
 {
-	__u64 rwf = 0;
-
 	__u32 raw = kind_of(nr), kind = raw & DC_FK_KIND_MASK;
 	struct file *f;
+	__u64 rwf = 0;
 	bool want_pos;
 
 	/* AT_EMPTY_PATH (0x1000): the descriptor's own file if the path is
