@@ -111,12 +111,34 @@ __u64 inflight_n = 0;
 #define RD(direct, p, ...) \
 	((direct) ? RD_CAT(RD_, RD_N(__VA_ARGS__))(p, __VA_ARGS__) : BPF_CORE_READ(p, __VA_ARGS__))
 
-/* slab pointers share their low and high bits: the product's middle bits
- * spread them */
-static __always_inline __u32 ptr_set(__u64 p, __u32 mask)
+/*
+ * A set for an object's address. The objects in use sit close together:
+ * requests are carved from a driver's 64 KiB chunks (blk_mq_alloc_rqs),
+ * bios come from a few hot slab pages. The set keeps that closeness: the
+ * address's 16 KiB block starts a run of sets anywhere in the table, by a
+ * hash (blocks share their low and high bits: the product's middle bits
+ * spread them), and its offset in units no larger than the object (1 <<
+ * shift bytes) is the set in that run. The objects in flight then touch a
+ * few of the table's pages, where a hash of the whole address put each on
+ * a page of its own: a page walk each, after the data or another guest
+ * left the TLB cold. Runs start at any set, not at a multiple of their
+ * length: aligned, the low tags of many queues' chunks fall on the same
+ * sets, and a model (bench/blockset_sim.py) spills more requests than the
+ * whole-address hash did; started anywhere, about as many.
+ */
+static __always_inline __u32 ptr_set(__u64 p, __u32 mask, const int shift)
 {
-	return (__u32)((p * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
+	__u32 run = (__u32)(((p >> 14) * 0x9E3779B97F4A7C15ULL) >> 32);
+
+	return (run + (__u32)((p & 0x3fff) >> shift)) & mask;
 }
+
+/* struct request is 248 bytes on 6.18 and carved with the driver's data
+ * after it, rounded to a cache line: 256 at least. A bio is 120 bytes,
+ * and a split's bioset adds nothing to it: two may share a set, which has
+ * two ways. */
+#define RQ_SHIFT  8
+#define BIO_SHIFT 7
 
 /* A bio's entry can be replaced once it is this many ticks old (16 to 160
  * ms with HZ 1000 to 100): a bio merged into another's request never
@@ -205,7 +227,7 @@ static __always_inline __s16 origin_trace(struct dc_blk_origin *o)
  */
 static __always_inline struct dc_blk_bio_set *bio_set(__u64 bio)
 {
-	__u32 i = ptr_set(bio, bio_set_mask);
+	__u32 i = ptr_set(bio, bio_set_mask, BIO_SHIFT);
 
 	return bpf_map_lookup_elem(&bio_sets, &i);
 }
@@ -298,7 +320,7 @@ static __always_inline void set_origin(struct dc_blk_inflight *f, struct request
 
 static __always_inline struct dc_blk_rq_set *rq_set(__u64 rq)
 {
-	__u32 i = ptr_set(rq, rq_set_mask);
+	__u32 i = ptr_set(rq, rq_set_mask, RQ_SHIFT);
 
 	return bpf_map_lookup_elem(&rq_sets, &i);
 }

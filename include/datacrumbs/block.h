@@ -72,8 +72,9 @@ struct dc_blk_inflight {
 };
 
 /*
- * The two direct-mapped tables of bpf/block.bpf.c: a set is chosen by a
- * hash of the pointer (bio or request) and holds two ways, a bio's in one
+ * The two direct-mapped tables of bpf/block.bpf.c: a set is chosen by the
+ * pointer (bio or request), keeping neighbours in neighbouring sets
+ * (ptr_set), and holds two ways, a bio's in one
  * cache line, a request's in one line each (aligned: a way across two
  * lines costs two misses). A way is free while its tag is 0. Sizes (sets, a power of two) are
  * set before load from probes.block.bio_slots and request_slots.
