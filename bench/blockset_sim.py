@@ -5,9 +5,10 @@ spare hash), under three ways of choosing the set (bpf/block.bpf.c,
 ptr_set): a hash of the whole address (before), runs of sets aligned to
 their length, and runs starting at any set (kept). A model, not a
 measurement: queues of requests carved from 64 KiB chunks at random
-addresses, as blk_mq_alloc_rqs carves them, and either the lowest tags of
-every queue in flight (how tags are handed out under light load) or a
-random sample of all requests.
+addresses, as blk_mq_alloc_rqs carves them, and in flight either a run of
+consecutive tags of each queue from a random tag (sbitmap hands a CPU's
+tags out from a hint that starts at a random tag and moves on), the
+lowest tags of each queue, or a random sample of all requests.
 
 usage: blockset_sim.py [TRIALS]
 """
@@ -31,19 +32,26 @@ def anywhere(p, mask, shift):
     return (run + ((p & 0x3fff) >> shift)) & mask
 
 
-def spilled(queues, depth, size, inflight, low, sets, rng):
+def spilled(queues, depth, size, inflight, how, sets, rng):
     rqs = []
-    for _ in range(queues):
+    for q in range(queues):
         per, n = 65536 // size, 0
         while n < depth:
             base = 0xffff888000000000 | rng.randrange(1 << 20, 1 << 30) * 65536
-            rqs += [(n + i, base + i * size) for i in range(min(per, depth - n))]
+            rqs += [(n + i, base + i * size, q) for i in range(min(per, depth - n))]
             n += per
-    pick = [r for r in rqs if r[0] < inflight // queues] if low else rng.sample(rqs, inflight)
+    each = inflight // queues
+    if how == "window":
+        start = [rng.randrange(depth) for _ in range(queues)]
+        pick = [r for r in rqs if (r[0] - start[r[2]]) % depth < each]
+    elif how == "lowest":
+        pick = [r for r in rqs if r[0] < each]
+    else:
+        pick = rng.sample(rqs, each * queues)
     out = []
     for f in (whole, aligned, anywhere):
         used, spill = {}, 0
-        for _, p in pick:
+        for _, p, _ in pick:
             s = f(p, sets - 1, 8)
             used[s] = used.get(s, 0) + 1
             spill += used[s] > 2
@@ -57,14 +65,13 @@ def main():
     sets = 4096  # maps.block_request_slots' default, two ways a set
     print("%-44s %8s %8s %8s" % ("queues x depth, request size, in flight", "whole", "aligned",
                                  "anywhere"))
-    for q, d, size, n, low in ((32, 1023, 448, 2000, True), (32, 1023, 448, 2000, False),
-                               (64, 1023, 448, 4096, True), (8, 128, 384, 1024, True),
-                               (4, 1023, 448, 512, True)):
-        r = [spilled(q, d, size, n, low, sets, rng) for _ in range(trials)]
-        print("%-44s %7.2f%% %7.2f%% %7.2f%%" % (
-            "%d x %d, %d B, %d (%s)" % (q, d, size, n, "lowest tags" if low else "random"),
-            *(100 * sum(x[i] for x in r) / trials for i in range(3))))
-
+    for q, d, size, n in ((32, 1023, 448, 2048), (64, 1023, 448, 4096), (8, 128, 384, 1024),
+                          (4, 1023, 448, 512)):
+        for how in ("window", "lowest", "random"):
+            r = [spilled(q, d, size, n, how, sets, rng) for _ in range(trials)]
+            print("%-44s %7.2f%% %7.2f%% %7.2f%%" % (
+                "%d x %d, %d B, %d (%s)" % (q, d, size, n // q * q, how),
+                *(100 * sum(x[i] for x in r) / trials for i in range(3))))
 
 if __name__ == "__main__":
     main()

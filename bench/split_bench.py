@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Block programs' run time per MiB where every O_DIRECT call is split.
 
-A loop device over a 1 GiB image in /var/tmp, its requests limited to
+A loop device over a 1 GiB image in /var/tmp (a file of its own), its requests limited to
 256 KiB (queue/max_sectors_kb), so that each 1 MiB O_DIRECT dd call is one
 bio split into four requests; two agents alternate (the order swapped
 every round), each writing then reading 512 MiB, and the kernel's BPF
@@ -19,6 +19,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "bpf"))
@@ -42,16 +43,22 @@ def main():
     for name, spec in (("old", sys.argv[1]), ("new", sys.argv[2])):
         bins[name], _, extra[name] = spec.partition("|")
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 4
-    img = "/var/tmp/dc-split-bench.img"
+    fd, img = tempfile.mkstemp(prefix="dc-split-bench-", suffix=".img", dir="/var/tmp")
+    os.close(fd)
     subprocess.run(["truncate", "-s", "1G", img], check=True)
-    dev = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", img], capture_output=True,
-                         text=True, check=True).stdout.strip()
+    lo = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", img], capture_output=True,
+                        text=True)
+    if lo.returncode:
+        os.unlink(img)
+        sys.exit("split_bench: losetup %s: %s" % (img, lo.stderr.strip()))
+    dev = lo.stdout.strip()
     res = {"old": [], "new": []}
     # put back at the end: the setting outlives the device's detach
     msk = "/sys/block/%s/queue/max_sectors_kb" % os.path.basename(dev)
-    with open(msk) as f:
-        msk_was = f.read().strip()
+    msk_was = None
     try:
+        with open(msk) as f:
+            msk_was = f.read().strip()
         with open(msk, "w") as f:
             f.write("256")
         subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=1"], check=True)
@@ -74,8 +81,9 @@ def main():
                 print("%s %.2f us/MiB" % (name, res[name][-1]), flush=True)
     finally:
         subprocess.run(["sysctl", "-q", "kernel.bpf_stats_enabled=0"])
-        with open(msk, "w") as f:
-            f.write(msk_was)
+        if msk_was:
+            with open(msk, "w") as f:
+                f.write(msk_was)
         subprocess.run(["losetup", "-d", dev])
         os.unlink(img)
     for k, v in res.items():

@@ -117,14 +117,14 @@ __u64 inflight_n = 0;
  * bios come from a few hot slab pages. The set keeps that closeness: the
  * address's 16 KiB block starts a run of sets anywhere in the table, by a
  * hash (blocks share their low and high bits: the product's middle bits
- * spread them), and its offset in units no larger than the object (1 <<
- * shift bytes) is the set in that run. The objects in flight then touch a
- * few of the table's pages, where a hash of the whole address put each on
- * a page of its own: a page walk each, after the data or another guest
- * left the TLB cold. Runs start at any set, not at a multiple of their
- * length: aligned, the low tags of many queues' chunks fall on the same
- * sets, and a model (bench/blockset_sim.py) spills more requests than the
- * whole-address hash did; started anywhere, about as many.
+ * spread them), and its offset in units no larger than an object's slot
+ * (1 << shift bytes) is the set in that run. The objects in flight then
+ * touch a few of the table's pages, where a hash of the whole address put
+ * each on a page of its own; with the TLB cold after an idle wait, a page
+ * walk each is the likely cost (the block programs' time fell to 0.82x,
+ * docs/benchmarks.md). Runs start at any set, not at a multiple of their
+ * length: aligned, every queue's lowest tags fall on the same sets, and a
+ * model (bench/blockset_sim.py) spills more requests there.
  */
 static __always_inline __u32 ptr_set(__u64 p, __u32 mask, const int shift)
 {
@@ -134,9 +134,9 @@ static __always_inline __u32 ptr_set(__u64 p, __u32 mask, const int shift)
 }
 
 /* struct request is 248 bytes on 6.18 and carved with the driver's data
- * after it, rounded to a cache line: 256 at least. A bio is 120 bytes,
- * and a split's bioset adds nothing to it: two may share a set, which has
- * two ways. */
+ * after it, rounded to a cache line: 256 at least. A bio is 120 bytes, in
+ * bioset slabs aligned to the cache line: 128 at least; a bio inside a
+ * larger struct is further apart. */
 #define RQ_SHIFT  8
 #define BIO_SHIFT 7
 

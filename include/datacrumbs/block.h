@@ -77,7 +77,7 @@ struct dc_blk_inflight {
  * (ptr_set), and holds two ways, a bio's in one
  * cache line, a request's in one line each (aligned: a way across two
  * lines costs two misses). A way is free while its tag is 0. Sizes (sets, a power of two) are
- * set before load from probes.block.bio_slots and request_slots.
+ * set before load from maps.block_bio_slots and block_request_slots.
  */
 struct dc_blk_bio_way {
 	__u64 bio; /* tag */
