@@ -47,6 +47,7 @@ struct dc_config {
 	int64_t block_request_slots; /* the same */
 	bool pagecache_enable;
 	char pagecache_mechanism[16]; /* auto | tp_btf | tracepoint */
+	bool pagecache_faults;
 	int64_t pagecache_max_keys;
 	bool uring_enable;
 	char uring_mechanism[16]; /* auto | tp_btf | tracepoint */

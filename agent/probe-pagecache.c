@@ -10,6 +10,7 @@
 #include "counters.h"
 #include "filter.h"
 #include "fs-util.h"
+#include "kbtf.h"
 #include "log.h"
 #include "mechanism.h"
 #include "macro.h"
@@ -33,6 +34,7 @@ struct probe_pagecache {
 	struct dc_pc_val overflow_prev;
 	uint64_t counters_prev[DC_PC_CNT_MAX];
 	uint64_t misses_prev;
+	bool faults; /* the file-mapping fault programs loaded */
 };
 
 struct probe_pagecache *probe_pagecache_free(struct probe_pagecache *p)
@@ -50,6 +52,28 @@ struct probe_pagecache *probe_pagecache_free(struct probe_pagecache *p)
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_pagecache *, probe_pagecache_free);
+
+/* Whether the kernel has the file-mapping fault tracepoints (6.1 has
+ * neither): a program for one it lacks would fail the whole object's load. */
+static bool has_fault_events(enum mech m)
+{
+	static const char *const events[] = {"mm_filemap_fault", "mm_filemap_map_pages"};
+	char path[256];
+
+	for (size_t i = 0; i < ELEMENTSOF(events); i++) {
+		if (m == MECH_TP_BTF) {
+			snprintf(path, sizeof(path), "btf_trace_%s", events[i]);
+			if (kernel_btf_has_string(path) != 1)
+				return false;
+		} else {
+			snprintf(path, sizeof(path), "%s/filemap/%s", tracefs_events_dir(),
+				 events[i]);
+			if (access(path, F_OK))
+				return false;
+		}
+	}
+	return true;
+}
 
 static int try_mechanism(struct probe_pagecache *p, const struct dc_config *cfg, enum mech m,
 			 bool percpu, bool plain_updates)
@@ -76,6 +100,11 @@ static int try_mechanism(struct probe_pagecache *p, const struct dc_config *cfg,
 	for (int i = 0; i < MECH_MAX; i++)
 		for (int j = 0; j < 3; j++)
 			bpf_program__set_autoload(progs[i][j], i == (int)m);
+	p->faults = cfg->pagecache_faults && has_fault_events(m);
+	bpf_program__set_autoload(skel->progs.dc_pc_fault_btf, p->faults && m == MECH_TP_BTF);
+	bpf_program__set_autoload(skel->progs.dc_pc_around_btf, p->faults && m == MECH_TP_BTF);
+	bpf_program__set_autoload(skel->progs.dc_pc_fault_tp, p->faults && m == MECH_TRACEPOINT);
+	bpf_program__set_autoload(skel->progs.dc_pc_around_tp, p->faults && m == MECH_TRACEPOINT);
 	r = winmap_prepare(&p->agg, skel->maps.agg_gen, "dc_pc", sizeof(struct dc_pc_key),
 			   sizeof(struct dc_pc_val), (unsigned)cfg->pagecache_max_keys, percpu,
 			   p->ncpus);
@@ -149,11 +178,15 @@ int probe_pagecache_new(const struct dc_config *cfg, struct probe_pagecache **re
 	if (r < 0)
 		return r;
 	p->mech = (enum mech)r;
-	snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s updates; %s", off ? "; " : "",
+	snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s updates; %s; %s", off ? "; " : "",
 		 percpu && plain_updates ? "plain" : "atomic",
 		 p->mech == MECH_TP_BTF
 		     ? "large folios counted by their pages"
-		     : "large folios by the tracepoint's order, dirtying one page per event");
+		     : "large folios by the tracepoint's order, dirtying one page per event",
+		 p->faults ? "file-mapping faults counted"
+		 : !cfg->pagecache_faults
+		     ? "file-mapping faults off (probes.pagecache.faults)"
+		     : "file-mapping faults not seen (no mm_filemap_fault tracepoints)");
 	*ret = TAKE_PTR(p);
 	return 0;
 }
@@ -174,6 +207,8 @@ static void val_add(struct dc_pc_val *s, const struct dc_pc_val *v)
 	s->dirtied_pages += v->dirtied_pages;
 	s->removed_pages += v->removed_pages;
 	s->events += v->events;
+	s->file_faults += v->file_faults;
+	s->fault_arounds += v->fault_arounds;
 }
 
 static int collect(const void *key, const void *values, int ncpus, void *ctx)
@@ -218,6 +253,8 @@ int probe_pagecache_flip_and_drain(struct probe_pagecache *p, struct dc_pc_drain
 	    .dirtied_pages = cur.dirtied_pages - p->overflow_prev.dirtied_pages,
 	    .removed_pages = cur.removed_pages - p->overflow_prev.removed_pages,
 	    .events = cur.events - p->overflow_prev.events,
+	    .file_faults = cur.file_faults - p->overflow_prev.file_faults,
+	    .fault_arounds = cur.fault_arounds - p->overflow_prev.fault_arounds,
 	};
 	p->overflow_prev = cur;
 	percpu_counters_delta(p->skel->maps.pc_counters, DC_PC_CNT_MAX, p->ncpus, p->counters_prev,

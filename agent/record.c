@@ -166,6 +166,10 @@ static void pc_fields(struct dc_json *j, const struct dc_pc_val *v, uint64_t pag
 	json_u64(j, v->dirtied_pages);
 	json_key(j, "removed_pages");
 	json_u64(j, v->removed_pages);
+	json_key(j, "file_faults");
+	json_u64(j, v->file_faults);
+	json_key(j, "fault_arounds");
+	json_u64(j, v->fault_arounds);
 	json_key(j, "page_size");
 	json_u64(j, page_size);
 }

@@ -9,6 +9,12 @@
  * fentry/kprobe kernels later); the agent estimates hits per process as
  * bytes read minus bytes added (docs/records.md).
  *
+ * I/O through a file mapping makes no system call: its faults are counted
+ * where the kernel has the tracepoints (the agent loads those programs only
+ * then). Counted, not sized: a fault-around's event names the range it
+ * looked at, not what it mapped, and a fault mapped as one large folio
+ * makes no fault-around event at all.
+ *
  * Mechanisms: tp_btf (folio pointers: large folios counted by their pages),
  * else the classic tracepoints (their "order" field where the kernel has it,
  * else one page per event).
@@ -24,7 +30,7 @@
 const volatile bool plain_updates = false;
 const volatile __u32 agent_tgid = 0;
 
-enum { ADDED, DIRTIED, REMOVED };
+enum { ADDED, DIRTIED, REMOVED, FAULT, AROUND };
 
 DC_WINDOW_MAP(agg_gen, struct dc_pc_key, struct dc_pc_val);
 
@@ -70,8 +76,12 @@ static __always_inline void account(int what, __u64 pages)
 		dc_add(&v->added_pages, pages);
 	else if (what == DIRTIED)
 		dc_add(&v->dirtied_pages, pages);
-	else
+	else if (what == REMOVED)
 		dc_add(&v->removed_pages, pages);
+	else if (what == FAULT)
+		dc_add(&v->file_faults, 1);
+	else
+		dc_add(&v->fault_arounds, 1);
 }
 
 /* Pages in a folio: 1 unless it is a large folio (PG_head), whose size is
@@ -146,6 +156,20 @@ int BPF_PROG(dc_pc_dirty_btf, struct folio *folio)
 	return 0;
 }
 
+SEC("tp_btf/mm_filemap_fault")
+int BPF_PROG(dc_pc_fault_btf)
+{
+	account(FAULT, 0);
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_map_pages")
+int BPF_PROG(dc_pc_around_btf)
+{
+	account(AROUND, 0);
+	return 0;
+}
+
 static __always_inline __u64 tp_order_pages(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 {
 	if (bpf_core_field_exists(ctx->order))
@@ -173,6 +197,20 @@ SEC("tracepoint/writeback/writeback_dirty_folio")
 int dc_pc_dirty_tp(void *ctx)
 {
 	account(DIRTIED, 1);
+	return 0;
+}
+
+SEC("tracepoint/filemap/mm_filemap_fault")
+int dc_pc_fault_tp(void *ctx)
+{
+	account(FAULT, 0);
+	return 0;
+}
+
+SEC("tracepoint/filemap/mm_filemap_map_pages")
+int dc_pc_around_tp(void *ctx)
+{
+	account(AROUND, 0);
 	return 0;
 }
 

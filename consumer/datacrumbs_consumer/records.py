@@ -15,6 +15,7 @@ Column names, per layer of the record:
 | functions.<fn>-<category>  | <fn>-<category> (as published)         | count errors bytes time_ns     |
 | block.<op>                 | <op>-block                             | count bytes queue_ns device_ns |
 | page_cache                 | added|dirtied|removed-page_cache       | count (pages) bytes            |
+| page_cache (mapped files)  | file_faults|fault_arounds-page_cache   | count (events)                 |
 | io_uring.<opcode>          | <opcode>-io_uring                      | count errors bytes time_ns     |
 | access (Darshan counters)  | <counter>-access                       | count (calls) or time_ns       |
 """
@@ -27,6 +28,8 @@ WINDOW_COLS = ["ts_start", "ts_end", "duration_us"]
 OP_STATS = ("count", "errors", "bytes", "time_ns")
 BLOCK_STATS = ("count", "bytes", "queue_ns", "device_ns")
 PAGE_CACHE = ("added", "dirtied", "removed")
+# I/O through file mappings: fault events, counted, not sized (docs/records.md)
+PAGE_FAULTS = ("file_faults", "fault_arounds")
 # Darshan counters of `access`: calls, and the time columns as time_ns
 ACCESS_COUNTS = ("opens", "reads", "writes", "meta_ops", "fsyncs", "errors", "seq_reads",
                  "seq_writes", "consec_reads", "consec_writes", "rw_switches",
@@ -101,6 +104,8 @@ def flatten_features(rec):
             n = pc.get(k + "_pages", 0)
             _add(out, "%s-page_cache.count" % k, n)
             _add(out, "%s-page_cache.bytes" % k, n * psz)
+        for k in PAGE_FAULTS:
+            _add(out, "%s-page_cache.count" % k, pc.get(k, 0))
     for op, o in (rec.get("io_uring") or {}).items():
         for s in OP_STATS:
             _add(out, "%s-io_uring.%s" % (op, s), o.get(s, 0))

@@ -49,6 +49,7 @@ class Flatten(unittest.TestCase):
             "write-block.device_ns": 9000,
             "added-page_cache.count": 10, "added-page_cache.bytes": 40960,
             "dirtied-page_cache.count": 10, "dirtied-page_cache.bytes": 40960,
+            "file_faults-page_cache.count": 3,
             "write-io_uring.count": 2, "write-io_uring.bytes": 8192,
             "write-io_uring.time_ns": 7000,
             "files-access.count": 1, "writes-access.count": 10, "fsyncs-access.count": 1,

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""BPF test: I/O through a file mapping is seen, though it makes no call.
+
+tests/bpf/mmapload.c reads a file through a mapping (cached, then
+evicted) and writes a new one through a shared mapping. Each run's
+page_cache must show its faults beyond those of the same binary doing
+nothing (`mmapload none`): fault-arounds for the cached read (its file
+cached a page a folio: one per window of 16 pages, the kernel's default,
+at most one per page), a fault that reached the file system for the evicted
+one with its pages added, and write faults (no fault-around serves a
+write) with the pages dirtied. Its system-call features carry no read or
+write bytes beyond the baseline's. Where the kernel has no mm_filemap_fault tracepoints (6.1),
+the agent must say so and count none, as with probes.pagecache.faults
+off (MECHANISM "off").
+
+usage: test_mmap.py MECHANISM AGENT MMAPLOAD
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agentlib import Agent, Checks, check_schema, require_root  # noqa: E402
+
+SIZE, WSIZE = 8 << 20, 4 << 20
+
+
+def run(load, *args):
+    p = subprocess.run([load] + list(args), stdout=subprocess.PIPE, timeout=60, check=True)
+    return int(p.stdout.decode().split()[-1])
+
+
+def main():
+    mech, agent_bin, load = sys.argv[1:4]
+    require_root()
+    c = Checks()
+    page = os.sysconf("SC_PAGE_SIZE")
+    tmp = tempfile.mkdtemp(prefix="dc-mmap-", dir="/var/tmp")  # a disk file system
+    src, dst = os.path.join(tmp, "src.bin"), os.path.join(tmp, "dst.bin")
+    # written a page a call, so that its cached folios are single pages
+    # (kernels with large folios size a write's folio by the write): each
+    # fault-around then maps one window, not a whole large folio
+    data = os.urandom(SIZE)
+    with open(src, "wb", buffering=0) as f:
+        for off in range(0, SIZE, 4096):
+            f.write(data[off:off + 4096])
+        os.fsync(f.fileno())
+    # "off": the default mechanism with probes.pagecache.faults = false
+    a = Agent(agent_bin, 'interval = 0.2;\nprobes = { pagecache = { mechanism = "%s"; %s}; };\n'
+              % ("auto" if mech == "off" else mech, "faults = false; " if mech == "off" else ""))
+    try:
+        pids = {"none": run(load, "none"), "cached": run(load, "read", src)}
+        fd = os.open(src, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+        pids["evicted"] = run(load, "read", src)
+        pids["write"] = run(load, "write", dst, str(WSIZE))
+    finally:
+        rc = a.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    c.eq(rc, 0, "agent exits 0")
+    recs = a.records()
+    check_schema(c, recs)
+    pc, calls = {}, {}
+    for name, pid in pids.items():
+        t, b = {}, {"read_bytes": 0, "write_bytes": 0}
+        for r in recs:
+            if r["type"] == "features" and r["pid"] == pid:
+                for k, v in r.get("page_cache", {}).items():
+                    if k != "page_size" and isinstance(v, int):
+                        t[k] = t.get(k, 0) + v
+                for k in b:
+                    b[k] += r["totals"][k]
+        pc[name], calls[name] = t, b
+    print("page_cache per run: %s" % pc, flush=True)
+    detail = {p["detail"] for r in recs if r["type"] == "agent" for p in r["probes"]
+              if p["name"] == "pagecache"}
+    if mech == "off":
+        c.check(detail and all("file-mapping faults off" in d for d in detail),
+                "the agent record says faults are off (%s)" % detail)
+    if mech == "off" or any("file-mapping faults not seen" in d for d in detail):
+        c.eq(sum(t.get("file_faults", 0) + t.get("fault_arounds", 0) for t in pc.values()), 0,
+             "no fault counted where they are off or the kernel lacks their tracepoints (%s)" % detail)
+        return c.done()
+    c.check(all("file-mapping faults counted" in d for d in detail) and detail,
+            "the agent record says faults are counted (%s)" % detail)
+    base = pc["none"]
+
+    def more(name, field):
+        return pc[name].get(field, 0) - base.get(field, 0)
+
+    pages, wpages = SIZE // page, WSIZE // page
+    # a fault-around maps a window of cached pages, 16 by default
+    # (fault_around_bytes): a window at most per event, and at least one
+    # per two windows. The process's own vary by a few from run to run.
+    around = more("cached", "fault_arounds")
+    c.check(pages // 32 <= around <= pages,
+            "cached read through the mapping: %d fault-arounds beyond the process's own, "
+            "for %d pages" % (around, pages))
+    c.check(more("cached", "file_faults") <= pages // 64,
+            "cached read: few faults reach the file system (%d)" % more("cached", "file_faults"))
+    c.check(more("evicted", "file_faults") >= 1,
+            "evicted read: its first touch reaches the file system (%d faults)"
+            % more("evicted", "file_faults"))
+    c.check(more("evicted", "added_pages") >= pages,
+            "evicted read: its faults bring the file in (%d pages added for %d)"
+            % (more("evicted", "added_pages"), pages))
+    c.check(wpages // 16 <= more("write", "file_faults") <= wpages + 64,
+            "write through a shared mapping: %d faults reach the file system for %d pages"
+            % (more("write", "file_faults"), wpages))
+    # the classic tracepoint counts a dirtied folio as one page (docs/records.md)
+    c.check(more("write", "dirtied_pages") >= (1 if mech == "tracepoint" else wpages),
+            "and its pages are dirtied (%d for %d)" % (more("write", "dirtied_pages"), wpages))
+    # the loader's reads of the libraries and the pid printed are the
+    # baseline's too
+    c.eq({k: {f: calls[k][f] - calls["none"][f] for f in calls[k]}
+          for k in ("cached", "evicted", "write")},
+         {k: {"read_bytes": 0, "write_bytes": 0} for k in ("cached", "evicted", "write")},
+         "no read or write call carried these bytes beyond the process's own")
+    return c.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
