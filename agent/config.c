@@ -80,8 +80,8 @@ static const struct dc_cfg_item items[] = {
      "classic tracepoints"},
     {"probes.pagecache.faults", CFG_BOOL, F(pagecache_faults), "true", 0, 0, NULL,
      "count each process's faults on file mappings (I/O through mmap makes no read or write "
-     "call) where the kernel has their tracepoints; a program run per fault-around, 84 ns here "
-     "(bench/mmap_bench.py)"},
+     "call) where the kernel has their tracepoints; a program run per fault-around or handled "
+     "fault, 84 ns here (bench/mmap_bench.py)"},
     {"maps.pagecache_max_keys", CFG_INT, F(pagecache_max_keys), "4096", 16, 1 << 20, NULL,
      "distinct (process, cgroup) page-cache keys per window; beyond, activity is counted in "
      "the agent record's page_cache.unattributed"},

@@ -34,7 +34,8 @@ struct probe_pagecache {
 	struct dc_pc_val overflow_prev;
 	uint64_t counters_prev[DC_PC_CNT_MAX];
 	uint64_t misses_prev;
-	bool faults; /* the file-mapping fault programs loaded */
+	bool faults;	/* the file-mapping fault programs loaded */
+	int faults_err; /* why they were refused, or 0 */
 };
 
 struct probe_pagecache *probe_pagecache_free(struct probe_pagecache *p)
@@ -76,12 +77,13 @@ static bool has_fault_events(enum mech m)
 }
 
 static int try_mechanism(struct probe_pagecache *p, const struct dc_config *cfg, enum mech m,
-			 bool percpu, bool plain_updates)
+			 bool percpu, bool plain_updates, bool faults)
 {
 	struct pagecache_bpf *skel = pagecache_bpf__open();
 	struct bpf_program *progs[MECH_MAX][3];
 	int r;
 
+	p->faults = false;
 	if (!skel)
 		return -errno;
 	mech_release_image(skel->skeleton->data, skel->skeleton->data_sz);
@@ -100,7 +102,7 @@ static int try_mechanism(struct probe_pagecache *p, const struct dc_config *cfg,
 	for (int i = 0; i < MECH_MAX; i++)
 		for (int j = 0; j < 3; j++)
 			bpf_program__set_autoload(progs[i][j], i == (int)m);
-	p->faults = cfg->pagecache_faults && has_fault_events(m);
+	p->faults = faults && cfg->pagecache_faults && has_fault_events(m);
 	bpf_program__set_autoload(skel->progs.dc_pc_fault_btf, p->faults && m == MECH_TP_BTF);
 	bpf_program__set_autoload(skel->progs.dc_pc_around_btf, p->faults && m == MECH_TP_BTF);
 	bpf_program__set_autoload(skel->progs.dc_pc_fault_tp, p->faults && m == MECH_TRACEPOINT);
@@ -127,13 +129,6 @@ struct attempt {
 	bool percpu, plain_updates;
 };
 
-static int attempt(void *ctx, int m)
-{
-	struct attempt *a = ctx;
-
-	return try_mechanism(a->p, a->cfg, (enum mech)m, a->percpu, a->plain_updates);
-}
-
 static void undo(void *ctx)
 {
 	struct probe_pagecache *p = ((struct attempt *)ctx)->p;
@@ -141,6 +136,23 @@ static void undo(void *ctx)
 	pagecache_bpf__destroy(p->skel);
 	p->skel = NULL;
 	winmap_close(&p->agg);
+}
+
+/* The fault programs are an extra: a kernel that refuses them keeps the
+ * family's own counts with this mechanism, without them. */
+static int attempt(void *ctx, int m)
+{
+	struct attempt *a = ctx;
+	int r = try_mechanism(a->p, a->cfg, (enum mech)m, a->percpu, a->plain_updates, true);
+
+	if (r < 0 && a->p->faults) {
+		int err = r;
+
+		undo(ctx);
+		r = try_mechanism(a->p, a->cfg, (enum mech)m, a->percpu, a->plain_updates, false);
+		a->p->faults_err = r ? 0 : err;
+	}
+	return r;
 }
 
 int probe_pagecache_new(const struct dc_config *cfg, struct probe_pagecache **ret)
@@ -151,6 +163,7 @@ int probe_pagecache_new(const struct dc_config *cfg, struct probe_pagecache **re
 	_cleanup_(probe_pagecache_freep) struct probe_pagecache *p = calloc(1, sizeof(*p));
 	bool percpu = strcmp(cfg->map_layout, "shared") != 0;
 	enum mech first = MECH_TP_BTF, last = MECH_TRACEPOINT;
+	char faults_refused[96];
 	size_t off = 0;
 	int r = -ENOENT;
 
@@ -178,12 +191,16 @@ int probe_pagecache_new(const struct dc_config *cfg, struct probe_pagecache **re
 	if (r < 0)
 		return r;
 	p->mech = (enum mech)r;
+	if (p->faults_err)
+		snprintf(faults_refused, sizeof(faults_refused), "file-mapping faults refused: %s",
+			 strerror(-p->faults_err));
 	snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s updates; %s; %s", off ? "; " : "",
 		 percpu && plain_updates ? "plain" : "atomic",
 		 p->mech == MECH_TP_BTF
 		     ? "large folios counted by their pages"
 		     : "large folios by the tracepoint's order, dirtying one page per event",
-		 p->faults ? "file-mapping faults counted"
+		 p->faults_err ? faults_refused
+		 : p->faults   ? "file-mapping faults counted"
 		 : !cfg->pagecache_faults
 		     ? "file-mapping faults off (probes.pagecache.faults)"
 		     : "file-mapping faults not seen (no mm_filemap_fault tracepoints)");

@@ -9,11 +9,11 @@
  * fentry/kprobe kernels later); the agent estimates hits per process as
  * bytes read minus bytes added (docs/records.md).
  *
- * I/O through a file mapping makes no system call: its faults are counted
- * where the kernel has the tracepoints (the agent loads those programs only
- * then). Counted, not sized: a fault-around's event names the range it
- * looked at, not what it mapped, and a fault mapped as one large folio
- * makes no fault-around event at all.
+ * I/O through a mapping makes no system call: the runs of the generic
+ * file fault handler and of the fault-around are counted where the kernel
+ * has their tracepoints (the agent loads those programs only then).
+ * Counted, not sized: a fault-around's event names the range it looked
+ * at, not what it mapped (docs/records.md says what each counts).
  *
  * Mechanisms: tp_btf (folio pointers: large folios counted by their pages),
  * else the classic tracepoints (their "order" field where the kernel has it,

@@ -23,12 +23,13 @@ struct dc_pc_val {
 	__u64 dirtied_pages; /* first dirtied by a write */
 	__u64 removed_pages; /* dropped from the cache (eviction, truncation) */
 	__u64 events;
-	/* mmap I/O: faults on a file mapping that reached the file system's
-	 * handler (mm_filemap_fault), and fault-arounds that mapped cached
-	 * pages of a file (mm_filemap_map_pages); 0 where the kernel lacks
-	 * these tracepoints (6.1 does) */
-	__u64 file_faults;
-	__u64 fault_arounds;
+	/* I/O through mappings (docs/records.md): runs of the generic file
+	 * fault handler (mm_filemap_fault) and of the fault-around
+	 * (mm_filemap_map_pages); 0 where the kernel lacks these tracepoints
+	 * (6.1 does). 32 bits: a fault costs a microsecond or more, so a
+	 * window holds far fewer, and the value stays 40 bytes a key and CPU. */
+	__u32 file_faults;
+	__u32 fault_arounds;
 };
 
 enum dc_pc_counter {

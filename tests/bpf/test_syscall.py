@@ -5,6 +5,7 @@
 usage: test_syscall.py SCENARIO AGENT WORKLOAD
 """
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -1070,11 +1071,27 @@ def scenario_filters(agent_bin, wl_bin):
             cmd += ["--" + k.replace("_", "-"), str(v)]
         return subprocess.Popen(cmd, stdout=subprocess.PIPE, preexec_fn=enter)
 
-    def none_of(recs, pid, label):
+    def none_of(recs, pid, label, renamed=False):
         # what each stray record carries names the layer that let it through
+        strays = [r for r in recs if r.get("pid") == pid]
+        if renamed:
+            # a comm is matched as the process has it at each event: the
+            # workload's child renames itself (prctl) after the fork, and the
+            # few faults on its code before that are its old name's. Only
+            # those may show: no call, request, page or function of it.
+            pc = [r.get("page_cache", {}) for r in strays]
+            faults = sum(x.get("file_faults", 0) + x.get("fault_arounds", 0) for x in pc)
+            c.check(faults <= 64 and not any(x.get(k) for x in pc for k in (
+                "added_pages", "dirtied_pages", "removed_pages")),
+                    "%s: only the faults before its rename (%d)" % (label, faults))
+            strays = [r for r in strays if r["type"] != "features" or any(
+                r.get(k) for k in ("ops", "functions", "io_uring", "block"))
+                or any(v > 0 for v in r.get("access", {}).values() if isinstance(v, int))]
         mine = [(r["type"], sorted(k for k in ("ops", "functions", "io_uring", "block")
                                    if r.get(k)) + sorted(r.get("functions", {}))[:3])
-                for r in recs if r.get("pid") == pid]
+                for r in strays]
+        if mine:
+            print("stray records: %s" % json.dumps(strays)[:3000], flush=True)
         c.eq(mine, [], "%s: no records at all" % label)
 
     def total(agent_recs, *path):
@@ -1150,7 +1167,7 @@ def scenario_filters(agent_bin, wl_bin):
         c.eq(a.stop(), 0, "run 2: agent exits 0")
         recs = a.records()
         check_schema(c, recs)
-        none_of(recs, pid_comm, "excluded comm")
+        none_of(recs, pid_comm, "excluded comm", renamed=True)
         none_of(recs, pid_uid, "excluded uid")
         check_exact(c, recs, pid_keep, p, "neither excluded")
         ag = [r for r in recs if r["type"] == "agent"]
