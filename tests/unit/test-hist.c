@@ -21,6 +21,22 @@ int main(void)
 	CHECK_U64(dc_hist_slot(0x100000000ULL, 40), 33, "slot(2^32)");
 	CHECK_U64(dc_hist_slot(~0ULL, 40), 39, "slot(max) clamps to the last slot");
 	CHECK_U64(dc_hist_slot(~0ULL, 34), 33, "size slot(max) clamps");
+	/* every power of two and its neighbours, against the bit length
+	 * counted one shift at a time */
+	{
+		unsigned bad = 0;
+
+		for (int b = 0; b < 64; b++)
+			for (int d = -1; d <= 1; d++) {
+				uint64_t v = (1ULL << b) + (uint64_t)(int64_t)d;
+				unsigned want = 0;
+
+				for (uint64_t x = v; x; x >>= 1)
+					want++;
+				bad += dc_bit_length(v) != want;
+			}
+		CHECK(bad == 0, "bit length of 2^b - 1, 2^b, 2^b + 1 for b < 64: %u wrong", bad);
+	}
 	for (uint64_t v = 1; v < (1ULL << 20); v = v * 3 + 1) {
 		unsigned s = dc_hist_slot(v, 64);
 
