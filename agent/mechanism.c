@@ -112,3 +112,46 @@ void mech_detach_skeleton(const struct bpf_object_skeleton *s)
 	mech_detach((struct bpf_link * *const *)links, n);
 	free(links);
 }
+
+#define VLOG_SIZE (768u << 20)
+
+static __thread char *vlog;
+static __thread char vlog_name[64];
+
+void mech_verifier_log_begin(struct bpf_object *obj)
+{
+	const char *name = getenv("DATACRUMBS_VERIFIER_LOG");
+	struct bpf_program *p = name && *name ? bpf_object__find_program_by_name(obj, name) : NULL;
+
+	if (!p)
+		return;
+	vlog = calloc(1, VLOG_SIZE);
+	if (!vlog) {
+		log_warning("Verifier log of %s: no memory for its buffer", name);
+		return;
+	}
+	snprintf(vlog_name, sizeof(vlog_name), "%s", name);
+	bpf_program__set_log_level(p, 2);
+	bpf_program__set_log_buf(p, vlog, VLOG_SIZE);
+}
+
+void mech_verifier_log_end(void)
+{
+	const char *path = getenv("DATACRUMBS_VERIFIER_LOG_FILE");
+	char def[128];
+	FILE *f;
+
+	if (!vlog)
+		return;
+	if (!path || !*path) {
+		snprintf(def, sizeof(def), "/tmp/datacrumbs-verifier-%s.log", vlog_name);
+		path = def;
+	}
+	f = fopen(path, "we");
+	if (!f || fputs(vlog, f) < 0 || fclose(f))
+		log_warning("Verifier log of %s: cannot write %s: %m", vlog_name, path);
+	else
+		log_info("Verifier log of %s written to %s", vlog_name, path);
+	free(vlog);
+	vlog = NULL;
+}

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 struct bpf_link;
+struct bpf_object;
 struct bpf_object_skeleton;
 
 /*
@@ -46,5 +47,16 @@ void mech_detach(struct bpf_link **const *links, size_t n);
 
 /* Every link of a skeleton, before its __destroy(), which then finds none. */
 void mech_detach_skeleton(const struct bpf_object_skeleton *s);
+
+/*
+ * A development aid around a family's load: with DATACRUMBS_VERIFIER_LOG
+ * naming one of obj's programs, the verifier's log of it at level 2 (every
+ * instruction walked, each source line before its instructions) goes to
+ * DATACRUMBS_VERIFIER_LOG_FILE, else /tmp/datacrumbs-verifier-NAME.log,
+ * for bench/verifier_lines.py. Its buffer is 768 MiB, allocated only then.
+ * The families load on threads of their own: the state is per thread.
+ */
+void mech_verifier_log_begin(struct bpf_object *obj);
+void mech_verifier_log_end(void);
 
 #endif

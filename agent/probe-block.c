@@ -117,7 +117,9 @@ static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enu
 		r = filter_prepare(p->filter, skel->obj);
 	if (r)
 		return r;
+	mech_verifier_log_begin(skel->obj);
 	r = block_bpf__load(skel);
+	mech_verifier_log_end();
 	if (r)
 		return r;
 	r = winmap_install(&p->agg);

@@ -112,8 +112,11 @@ static int try_mechanism(struct probe_pagecache *p, const struct dc_config *cfg,
 			   p->ncpus);
 	if (!r)
 		r = filter_prepare(p->filter, skel->obj);
-	if (!r)
+	if (!r) {
+		mech_verifier_log_begin(skel->obj);
 		r = pagecache_bpf__load(skel);
+		mech_verifier_log_end();
+	}
 	if (!r)
 		r = winmap_install(&p->agg);
 	if (!r)

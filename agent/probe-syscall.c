@@ -203,7 +203,9 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	sw[MECH_TRACEPOINT] = skel->progs.dc_switch_tp;
 	if (stash == STASH_CPU)
 		bpf_program__set_autoload(sw[m], true);
+	mech_verifier_log_begin(skel->obj);
 	r = syscall_bpf__load(skel);
+	mech_verifier_log_end();
 	if (r)
 		return r;
 	r = slotmap_install(&p->agg);

@@ -105,8 +105,11 @@ static int try_mechanism(struct probe_uring *p, const struct dc_config *cfg, enu
 			   p->ncpus);
 	if (!r)
 		r = filter_prepare(p->filter, skel->obj);
-	if (!r)
+	if (!r) {
+		mech_verifier_log_begin(skel->obj);
 		r = uring_bpf__load(skel);
+		mech_verifier_log_end();
+	}
 	if (!r)
 		r = winmap_install(&p->agg);
 	if (!r)

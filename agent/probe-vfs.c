@@ -436,8 +436,11 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 			   o->max_keys, o->percpu);
 	if (!r)
 		r = filter_prepare(o->filter, skel->obj);
-	if (!r)
+	if (!r) {
+		mech_verifier_log_begin(skel->obj);
 		r = vfs_bpf__load(skel);
+		mech_verifier_log_end();
+	}
 	if (!r)
 		r = fn_agg_install(&p->agg);
 	if (!r)
