@@ -17,12 +17,11 @@
 
 /*
  * Bit length without a comparison: the highest set bit smeared down, then
- * the ones counted (SWAR), shifts, ors, adds and one multiply. BPF has no
- * set-on-condition instruction, so each comparison of the version before
- * was a branch, and the verifier walked every path of the six with the
- * slot known exactly on each: in the system-call exit, 51% of the
- * instructions it processed (docs/benchmarks.md, "The exit's
- * verification").
+ * the ones counted (SWAR). BPF has no set-on-condition instruction, so
+ * each comparison would be a branch, and the verifier walks every path
+ * with the slot known exactly, none pruning another: six comparisons here
+ * were most of the system-call exit's verification (docs/benchmarks.md,
+ * "The exit's verification"; bench/verifier_lines.py).
  */
 static inline __attribute__((always_inline)) __u32 dc_bit_length(__u64 v)
 {
