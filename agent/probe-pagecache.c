@@ -154,6 +154,10 @@ static int attempt(void *ctx, int m)
 		undo(ctx);
 		r = try_mechanism(a->p, a->cfg, (enum mech)m, a->percpu, a->plain_updates, false);
 		a->p->faults_err = r ? 0 : err;
+		if (!r)
+			log_warning("Page-cache probes (%s): the fault programs were refused (%s); "
+				    "running without them",
+				    mech_names[m], strerror(-err));
 	}
 	return r;
 }
