@@ -54,8 +54,13 @@ def main():
         window = 65536 // page
     # whether the kernel has the tracepoints, as its BTF names them (tracefs
     # may not be mounted before the agent mounts it)
-    with open("/sys/kernel/btf/vmlinux", "rb") as f:
-        events = b"\0btf_trace_mm_filemap_fault\0" in f.read()
+    try:
+        with open("/sys/kernel/btf/vmlinux", "rb") as f:
+            btf = f.read()
+    except OSError:
+        btf = b""
+    events = all(b"\0btf_trace_%s\0" % e in btf for e in (b"mm_filemap_fault",
+                                                          b"mm_filemap_map_pages"))
     src, dst = os.path.join(tmp, "src.bin"), os.path.join(tmp, "dst.bin")
     # written a page a call, so that its cached folios are single pages
     # (kernels with large folios size a write's folio by the write): each
