@@ -1067,13 +1067,8 @@ static int manager_close_window(struct manager *m)
 	st.pc_unattributed = pres.overflow;
 	st.pc_page_size = m->page_size;
 	for (size_t k = 0; k < pres.n; k++)
-		if (!pres.entries[k].tgid) {
-			st.pc_kernel.added_pages += pres.entries[k].v.added_pages;
-			st.pc_kernel.dirtied_pages += pres.entries[k].v.dirtied_pages;
-			st.pc_kernel.removed_pages += pres.entries[k].v.removed_pages;
-			st.pc_kernel.file_faults += pres.entries[k].v.file_faults;
-			st.pc_kernel.fault_arounds += pres.entries[k].v.fault_arounds;
-		}
+		if (!pres.entries[k].tgid)
+			pc_val_add(&st.pc_kernel, &pres.entries[k].v);
 	st.cpu_share = window_seconds(&w) > 0
 			   ? (double)(st.cpu_user_us + st.cpu_sys_us) / 1e6 / window_seconds(&w)
 			   : 0;

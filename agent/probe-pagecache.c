@@ -225,7 +225,7 @@ const char *probe_pagecache_detail(const struct probe_pagecache *p)
 	return p->detail;
 }
 
-static void val_add(struct dc_pc_val *s, const struct dc_pc_val *v)
+void pc_val_add(struct dc_pc_val *s, const struct dc_pc_val *v)
 {
 	s->added_pages += v->added_pages;
 	s->dirtied_pages += v->dirtied_pages;
@@ -247,7 +247,7 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 	e->cgroup_id = k->cgroup_id;
 	e->tgid = k->tgid;
 	for (int c = 0; c < ncpus; c++)
-		val_add(&e->v, (const struct dc_pc_val *)values + c);
+		pc_val_add(&e->v, (const struct dc_pc_val *)values + c);
 	return 0;
 }
 
@@ -271,7 +271,7 @@ int probe_pagecache_flip_and_drain(struct probe_pagecache *p, struct dc_pc_drain
 	res->n = p->n;
 	if (!bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.pc_overflow), &zero, vals))
 		for (int c = 0; c < p->ncpus; c++)
-			val_add(&cur, &vals[c]);
+			pc_val_add(&cur, &vals[c]);
 	res->overflow = (struct dc_pc_val){
 	    .added_pages = cur.added_pages - p->overflow_prev.added_pages,
 	    .dirtied_pages = cur.dirtied_pages - p->overflow_prev.dirtied_pages,

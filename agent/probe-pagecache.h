@@ -36,6 +36,10 @@ int probe_pagecache_flip_and_drain(struct probe_pagecache *p, struct dc_pc_drain
 /* The entry of (tgid, cgroup) in a drain, or NULL. */
 const struct dc_pc_entry *pc_find(const struct dc_pc_drain *d, uint32_t tgid, uint64_t cgroup_id);
 
+/* *s += *v, every counter (a per-CPU value into its sum, entries into a
+ * total). */
+void pc_val_add(struct dc_pc_val *s, const struct dc_pc_val *v);
+
 /* The family's BPF object: its programs' run times and its maps' fill. */
 struct bpf_object *probe_pagecache_object(const struct probe_pagecache *p);
 
