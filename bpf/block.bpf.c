@@ -202,15 +202,15 @@ static __always_inline struct cgroup *bio_cgroup(struct bio *bio, const bool dir
  * user task by its cgroup and ancestors; a kernel thread only when the
  * cgroup it writes for is itself listed in full (no ancestor walk from
  * here: the current task is the kernel thread). */
-static __always_inline __s16 origin_trace(struct dc_blk_origin *o)
+static __always_inline __s16 origin_trace(struct dc_blk_origin *o, struct task_struct *task)
 {
 	__u64 cg;
 	int p;
 
 	if (!traces_on)
 		return -1;
-	o->tid = o->tgid ? (__u32)bpf_get_current_pid_tgid() : 0;
-	cg = o->tgid ? bpf_get_current_cgroup_id() : o->cgroup_id;
+	o->tid = o->tgid ? task->pid : 0;
+	cg = o->tgid ? dc_task_cgroup_id(task) : o->cgroup_id;
 	p = trace_layer_policy(o->tgid ? cg : 0);
 	if (p == 0 && !o->tgid && cg && bpf_map_lookup_elem(&trace_full, &cg))
 		p = DC_TEV_FULL;
@@ -288,11 +288,11 @@ static __always_inline void origin_here(struct dc_blk_origin *o, struct cgroup *
 	o->tgid = task->mm ? task->tgid : 0;
 	o->cgroup_id = cg ? RD(direct, cg, kn, id) : 0;
 	if (!o->cgroup_id)
-		o->cgroup_id = o->tgid ? bpf_get_current_cgroup_id() : 0;
+		o->cgroup_id = o->tgid ? dc_task_cgroup_id(task) : 0;
 	/* a process is filtered as itself; a kernel thread has no uid or comm
 	 * of its own to match, only the cgroup it writes for */
 	o->filtered = o->tgid ? dc_filtered(task) : dc_filtered_cgroup(cg);
-	o->trace = origin_trace(o);
+	o->trace = origin_trace(o, task);
 }
 
 static __always_inline void on_bio_queue(struct bio *bio, __u64 key, const bool direct)

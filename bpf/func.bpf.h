@@ -120,14 +120,14 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes)
 		lat = now - start;
 	}
 
-	k.cgroup_id = bpf_get_current_cgroup_id();
+	k.cgroup_id = dc_task_cgroup_id(task);
 	k.func = func;
 	if (traces_on) {
 		struct trace_layer_call t = {
 		    .layer = DC_FN_LAYER,
 		    .op = func,
 		    .pid = k.tgid,
-		    .tid = (__u32)bpf_get_current_pid_tgid(),
+		    .tid = task->pid,
 		    .ts = start,
 		    .lat = lat,
 		    .cgroup_id = k.cgroup_id,
@@ -168,7 +168,7 @@ static __always_inline void fn_event(__u32 func)
 		count(DC_FN_CNT_FILTERED);
 		return;
 	}
-	k.cgroup_id = bpf_get_current_cgroup_id();
+	k.cgroup_id = dc_task_cgroup_id(task);
 	k.func = func;
 	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
 	if (!v) {

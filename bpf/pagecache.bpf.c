@@ -63,7 +63,7 @@ static __always_inline void account(int what, __u64 pages)
 		dc_count(&pc_counters, DC_PC_CNT_FILTERED);
 		return;
 	}
-	k.cgroup_id = k.tgid ? bpf_get_current_cgroup_id() : 0;
+	k.cgroup_id = k.tgid ? dc_task_cgroup_id(task) : 0;
 	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
 	if (!v) {
 		dc_count(&pc_counters, DC_PC_CNT_AGG_FULL);

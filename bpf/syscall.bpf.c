@@ -377,22 +377,6 @@ static __always_inline void stash_stamp(struct dc_stash *st)
 	st->ts = bpf_ktime_get_ns();
 }
 
-/*
- * bpf_get_current_cgroup_id() without the helper: the same walk
- * (task_dfl_cgroup(current)->kn->id) as direct loads of the BTF-typed task,
- * safe here because a tracing program runs inside an RCU read section,
- * which is what keeps a css_set alive. Measured: the helper call was 20 to
- * 30 ns of sys_exit's run time on the 4 KiB loop (docs/benchmarks.md).
- */
-static __always_inline __u64 task_cgroup_id(struct task_struct *task)
-{
-	struct css_set *cs = task->cgroups;
-	struct cgroup *cg = cs ? cs->dfl_cgrp : NULL;
-	struct kernfs_node *kn = cg ? cg->kn : NULL;
-
-	return kn ? kn->id : 0;
-}
-
 static __always_inline bool comm_eq(const char *a, const char *b)
 {
 	const __u32 *x = (const __u32 *)a, *y = (const __u32 *)b;
@@ -472,7 +456,7 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 		return;
 	}
 	lat = bpf_ktime_get_ns() - ts;
-	key.cgroup_id = task_cgroup_id(task);
+	key.cgroup_id = dc_task_cgroup_id(task);
 	/* a thread's keys differ only by op (and file) while its cgroup stays */
 	if (hs && hs->hint_cg != key.cgroup_id) {
 		__builtin_memset(hs->hints, 0, sizeof(hs->hints));

@@ -56,21 +56,22 @@ static const struct dc_uring_val zero_val;
 
 static __always_inline void submit(void *req, __u8 opcode)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct dc_uring_inflight in = {};
 	__u64 key = (__u64)req;
 
 	/* an SQPOLL or io-wq thread is a thread of the ring owner's process:
 	 * its tgid and cgroup are the submitter's */
-	in.tgid = bpf_get_current_pid_tgid() >> 32;
+	in.tgid = task->tgid;
 	if (in.tgid == agent_tgid)
 		return;
 	/* not remembered: the in-flight LRU stays for the requests counted */
-	if (dc_filtered(bpf_get_current_task_btf())) {
+	if (dc_filtered(task)) {
 		dc_count(&ur_counters, DC_UR_CNT_FILTERED);
 		return;
 	}
 	in.ts = bpf_ktime_get_ns();
-	in.cgroup_id = bpf_get_current_cgroup_id();
+	in.cgroup_id = dc_task_cgroup_id(task);
 	in.opcode = opcode;
 	if (bpf_map_update_elem(&inflight, &key, &in, BPF_ANY))
 		dc_count(&ur_counters, DC_UR_CNT_INFLIGHT_FULL);

@@ -125,6 +125,8 @@ def main():
         sys.exit(77)
     c = Checks()
     cg = Cgroup()
+    # a cgroup2 cgroup's id is its directory's inode number
+    cg_id = os.stat(cg.path).st_ino
     tmp = tempfile.mkdtemp(prefix="dc-layers-", dir="/var/tmp")
     mnt, tdir = os.path.join(tmp, "mnt"), os.path.join(tmp, "traces")
     a = None
@@ -235,6 +237,34 @@ def main():
         parent, child = ";".join(chain[:i]), ";".join(chain[:i + 1])
         c.check(0 < incl(child) <= incl(parent), "layers: %s %d ns within %s %d ns"
                 % (chain[i], incl(child), chain[i - 1], incl(parent)))
+    # the feature records: each layer's keys carry the workload's cgroup
+    # (a layer that read it wrong would make records of its own, under
+    # another cgroup, for the same pid). The trace checks above cannot
+    # tell: the full-trace policy also matches the task's own ancestors.
+    # The child's calls before it entered the cgroup (its fork, the write
+    # to cgroup.procs) are the parent's cgroup's, system calls only.
+    feats = [r for r in recs if r["type"] == "features" and r["pid"] == pid]
+    mine = [r for r in feats if r["cgroup_id"] == cg_id]
+    other = [r for r in feats if r["cgroup_id"] != cg_id]
+
+    def layers(rs):
+        return {"functions": {k for r in rs for k in r.get("functions", {})},
+                "block": sum(1 for r in rs if r.get("block")),
+                "dirtied": sum(r.get("page_cache", {}).get("dirtied_pages", 0) for r in rs)}
+    got, elsewhere = layers(mine), layers(other)
+    print("# the workload's layers under its cgroup %d: %s; under others %s: %s"
+          % (cg_id, got, sorted({r["cgroup_id"] for r in other}), elsewhere))
+    c.check(any(r.get("ops", {}).get("pwrite64") for r in mine),
+            "its system calls are under its cgroup's id")
+    c.check(any(k.startswith("pwrite") for k in got["functions"]),
+            "its library calls (uprobes) too")
+    if vfs_covered:
+        c.check(any(k.startswith("ext4_sync_file") for k in got["functions"]),
+                "its VFS calls too")
+    c.check(got["dirtied"] > 0, "its page-cache activity too")
+    c.check(got["block"] > 0, "its block requests too")
+    c.eq(elsewhere, {"functions": set(), "block": 0, "dirtied": 0},
+         "none of its library, VFS, block or page-cache activity under another cgroup")
     kept = {k: sum(r["traces"]["layers"][k]["kept"] for r in agents) for k in ("lib", "vfs", "block")}
     c.check(all(r["traces"]["layers"][k]["seen"] == sum(r["traces"]["layers"][k][o] for o in
                                                         ("kept", "sampled_out", "dropped"))
