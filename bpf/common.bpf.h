@@ -117,9 +117,11 @@ static __always_inline void *dc_window_value(void *agg_gen, const void *key, con
  * (task_dfl_cgroup(task)->kn->id) as direct loads of the BTF-typed task,
  * safe because a tracing program runs inside an RCU read section, which is
  * what keeps a css_set alive. The helper call was 20 to 30 ns of sys_exit's
- * run time on the 4 KiB loop (docs/benchmarks.md); every family reads the
- * current task's cgroup so, the task being a typed pointer in every
- * program type they use (tp_btf, raw_tp, tracepoint, kprobe, fentry, uprobe).
+ * run time on the 4 KiB loop (docs/benchmarks.md); the other families'
+ * programs showed no difference (bench/family_bench.py), and read it so
+ * too for one way of naming a task's cgroup. The task is a typed pointer
+ * in every program type they use (tp_btf, raw_tp, tracepoint, kprobe,
+ * fentry, uprobe).
  */
 static __always_inline __u64 dc_task_cgroup_id(struct task_struct *task)
 {
