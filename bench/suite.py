@@ -317,17 +317,21 @@ def steady_cpu(b, shm, seconds):
 
 def net_bpf_ns(stats, run):
     """(run()'s (calls, bytes, ns), the run time of the programs of stats (an
-    lb.ProgStats) during it net of what they ran in an idle interval as long
-    right after: the node's other activity). Call with the kernel's BPF
-    statistics on."""
-    def ns_of(progs):
-        return sum(v["run_time_ns"] for v in progs.values())
+    lb.ProgStats) during it, and their runs, each net of what they were in
+    an idle interval as long right after: the node's other activity). Call
+    with the kernel's BPF statistics on."""
+    def sum_of(progs, field):
+        return sum(v[field] for v in progs.values())
     before = stats.snap()
     r = run()
     after = stats.snap()
     time.sleep(r[2] / 1e9)
     idle = stats.snap()
-    return r, ns_of(after) - ns_of(before) - (ns_of(idle) - ns_of(after))
+
+    def net(field):
+        return sum_of(after, field) - sum_of(before, field) - \
+            (sum_of(idle, field) - sum_of(after, field))
+    return r, net("run_time_ns"), net("run_cnt")
 
 
 def alive(p, name):
@@ -345,7 +349,7 @@ def bpf_time(b, fs, sz, passes, quiet, start, configs):
     (kernel.bpf_stats_enabled, on only for these passes: the statistics add
     two clock reads a run), net of what they ran in an idle interval as
     long right after (the node's other activity), the tracers alternating.
-    {config: {workload: [(net ns, traced run ns)]}}, one pair per pass."""
+    {config: {workload: [(net ns, traced run ns, net runs)]}}, one per pass."""
     out = {c: {wl: [] for wl in STREAMS} for c in configs}
     with lb.bpf_stats_on():
         for n in range(passes):
@@ -355,9 +359,9 @@ def bpf_time(b, fs, sz, passes, quiet, start, configs):
                 stats = lb.ProgStats(p.dc_ids)
 
                 def each(name, run):
-                    r, net = net_bpf_ns(stats, run)
+                    r, net, nruns = net_bpf_ns(stats, run)
                     alive(p, c)
-                    out[c][name].append((net, r[2]))
+                    out[c][name].append((net, r[2], nruns))
                     return r
                 try:
                     run_streams(b, fs, sz, each)
@@ -373,10 +377,12 @@ def bpf_time(b, fs, sz, passes, quiet, start, configs):
 def bpf_call_time(b, shm, calls, start, configs, passes, quiet):
     """Each tracer's programs' run time per call of the 4 KiB loop, from the
     kernel's BPF statistics, net of an idle interval as long right after:
-    {config: [ns per call]}, one per pass, the tracers alternating. These
-    hold steadier than the wall clock on this host (docs/benchmarks.md);
-    report() adds the dispatch back (estimate_added)."""
-    out = {c: [] for c in configs}
+    ({config: [ns per call]}, {config: [ns per program run]}), one per
+    pass, the tracers alternating. These hold steadier than the wall clock
+    on this host (docs/benchmarks.md); report() adds the dispatch back
+    (estimate_added). The empty programs' ns per run is what the
+    statistics' own clock read adds to every run's recorded time."""
+    out, per_run = {c: [] for c in configs}, {c: [] for c in configs}
     with lb.bpf_stats_on():
         for n in range(passes):
             for c in (configs if n % 2 == 0 else list(reversed(configs))):
@@ -384,7 +390,7 @@ def bpf_call_time(b, shm, calls, start, configs, passes, quiet):
                 p, rec = start(c)
                 stats = lb.ProgStats(p.dc_ids)
                 try:
-                    r, net = net_bpf_ns(stats, lambda: workload(
+                    r, net, nruns = net_bpf_ns(stats, lambda: workload(
                         b, "tmpfs4k", os.path.join(shm, "b"), calls, pin=True))
                     alive(p, c)
                 finally:
@@ -393,8 +399,9 @@ def bpf_call_time(b, shm, calls, start, configs, passes, quiet):
                 if rec and os.path.exists(rec):
                     os.unlink(rec)
                 out[c].append(net / r[0])
+                per_run[c].append(net / nruns if nruns > 0 else float("nan"))
     shutil.rmtree(os.path.join(b.tmp, "traces"), ignore_errors=True)
-    return out
+    return out, per_run
 
 
 def drain_times(b, keys, reps):
@@ -578,26 +585,41 @@ def report(a, configs, not_run, runs, figures):
           "median of 1 - none's time / this time, per round")
 
     f = figures
-    share, minagg_share = {}, {}
+    share, minagg_share, raw_share = {}, {}, {}
+    # what the statistics' clock read adds to every run's recorded time: the
+    # empty programs' ns per run in the 4 KiB loop's passes (as the per-call
+    # estimate takes it off too); without it, the recorded time is judged
+    er = [x for x in (f.get("bpf_run") or {}).get("empty", []) if x == x and x > 0]
+    e_run = med(er) if er else None
     if f.get("bpf_time"):
         bt = f["bpf_time"]
         bm = f.get("bpf_time_minagg") or {}
+
+        def less(passes):
+            """median ns over passes, less each pass's runs x e_run"""
+            return med([x[0] - (x[2] * e_run if e_run else 0) for x in passes])
         print("\n[bpf time] the default agent's programs' run time in the 1 MiB workloads, and "
               "the minimal aggregation's (kernel BPF statistics, %d passes, medians; net of an "
               "idle interval as long)" % len(next(iter(bt.values()))))
-        print("%-15s %12s %14s %12s %15s %10s" % ("workload", "BPF us/MiB", "none ms/phase",
-                                                  "BPF/phase", "minagg us/MiB", "/minagg"))
+        print("%-15s %10s %8s %10s %14s %10s %12s %8s" % (
+            "workload", "BPF us/MiB", "runs/MiB", "less stats", "none ms/phase", "BPF/phase",
+            "minagg us/MiB", "/minagg"))
         for wl in STREAMS:
             mib = runs["none"][0][wl][1] / (1 << 20)
-            net = med([x[0] for x in bt[wl]])
+            raw, net = med([x[0] for x in bt[wl]]), less(bt[wl])
             base = med([r[wl][2] for r in runs["none"]])
-            share[wl] = 100 * net / base
-            mnet = med([x[0] for x in bm[wl]]) if bm.get(wl) else None
+            share[wl], raw_share[wl] = 100 * net / base, 100 * raw / base
+            mnet = less(bm[wl]) if bm.get(wl) else None
             minagg_share[wl] = 100 * mnet / base if mnet is not None else None
-            print("%-15s %12.1f %14.1f %11.2f%% %15s %10s" % (
-                wl, net / 1e3 / mib, base / 1e6, share[wl],
+            print("%-15s %10.1f %8.1f %10s %14.1f %9.2f%% %12s %8s" % (
+                wl, raw / 1e3 / mib, med([x[2] for x in bt[wl]]) / mib,
+                "%.1f" % (net / 1e3 / mib) if e_run else "-", base / 1e6, share[wl],
                 "%.1f" % (mnet / 1e3 / mib) if mnet is not None else "-",
                 "%.2fx" % (net / mnet) if mnet and mnet > 0 else "-"))
+        print("less stats: the run time less the statistics' own clock read, %s a run (the "
+              "empty programs' recorded time in the 4 KiB loop's passes); BPF/phase and minagg "
+              "are of it" % ("%.1f ns" % e_run if e_run else "not measured (empty did not run): "
+                             "not taken off"))
         print("BPF/phase: the programs' time over the phase's untraced time: what they add "
               "where their time falls on the workload's own path (the system-call and page-cache "
               "programs run in its context; block completions may overlap the device). minagg: "
@@ -724,7 +746,9 @@ def report(a, configs, not_run, runs, figures):
             elif wl in share:
                 goal("throughput lost < 0.5%% (%s)" % wl, share[wl],
                      "BPF %.2f%%; wall %s" % (share[wl], text), share[wl] < 0.5,
-                     "by the BPF time estimate: the wall clock's spread is too wide%s" % (
+                     "by the BPF time estimate: the wall clock's spread is too wide; %s%s" % (
+                         "less the statistics' clock reads (%.2f%% with them)" % raw_share[wl]
+                         if e_run else "with the statistics' clock reads (empty not run)",
                          "; minagg's BPF %.2f%%" % minagg_share[wl]
                          if minagg_share.get(wl) is not None else ""))
             else:
@@ -946,7 +970,7 @@ def main():
             figures["bpf_time"] = bts["default"]
             if "minagg" in bts:
                 figures["bpf_time_minagg"] = bts["minagg"]
-            figures["bpf_call"] = bpf_call_time(
+            figures["bpf_call"], figures["bpf_run"] = bpf_call_time(
                 b, shm, sz["calls"], start, [c for c in ("empty", "minagg", "default", "bpftrace",
                                                             "bpftrace-feat") if c in active], 1 if a.quick else 3, quiet)
         figures["drain_keys"] = [1000, 10000, 100000]

@@ -75,6 +75,12 @@ def main():
     for c in ("empty", "minagg", "default"):
         if not bc.get(c) or not all(number(x) and x > 0 for x in bc[c]):
             fails.append("BPF time per call of %s in tmpfs-4k: %r" % (c, bc.get(c)))
+    er = r["figures"].get("bpf_run", {}).get("empty")
+    if not er or not all(number(x) and x > 0 for x in er):
+        fails.append("BPF time per run of the empty programs: %r" % er)
+    if "less stats: the run time less the statistics' own clock read, " not in out or \
+            "not taken off" in out:
+        fails.append("the [bpf time] table does not take the statistics' clock read off")
     if "\n[bpf time, tmpfs-4k] " not in out:
         fails.append("no [bpf time, tmpfs-4k] table")
     goals = out.split("\n[goals] ")
@@ -102,7 +108,8 @@ def main():
         bt = r["figures"].get(key, {})
         for wl in suite.STREAMS:
             v = bt.get(wl)
-            if not v or not all(number(x[1]) and x[1] > 0 and number(x[0]) for x in v):
+            if not v or not all(number(x[1]) and x[1] > 0 and number(x[0]) and number(x[2])
+                                and x[2] > 0 for x in v):
                 fails.append("BPF time of %s in %s: %r" % (who, wl, v))
     if "\n[bpf time] " not in out:
         fails.append("no [bpf time] table")
