@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -13,10 +14,10 @@ struct jobpool {
 	pthread_t *threads;
 	unsigned n_threads;
 	/* the batch being run: jobs next..n-1 are not taken yet, pending not
-	 * finished yet */
+	 * finished yet, running being run (at most max) */
 	void (*fn)(void *);
 	void *const *args;
-	unsigned n, next, pending;
+	unsigned n, next, pending, running, max;
 	bool stop;
 };
 
@@ -28,14 +29,19 @@ static void *worker(void *arg)
 	for (;;) {
 		unsigned i;
 
-		while (!p->stop && p->next >= p->n)
+		while (!p->stop && (p->next >= p->n || p->running >= p->max))
 			pthread_cond_wait(&p->go, &p->mu);
 		if (p->stop)
 			break;
 		i = p->next++;
+		p->running++;
 		pthread_mutex_unlock(&p->mu);
 		p->fn(p->args[i]);
 		pthread_mutex_lock(&p->mu);
+		p->running--;
+		/* a job left for want of a free place: a waiting thread takes it */
+		if (p->next < p->n)
+			pthread_cond_signal(&p->go);
 		if (--p->pending == 0)
 			pthread_cond_signal(&p->done);
 	}
@@ -76,7 +82,13 @@ unsigned jobpool_threads(const struct jobpool *p)
 
 void jobpool_run(struct jobpool *p, void (*fn)(void *), void *const *args, unsigned n)
 {
-	if (!p || !p->n_threads) {
+	jobpool_run_max(p, fn, args, n, UINT_MAX);
+}
+
+void jobpool_run_max(struct jobpool *p, void (*fn)(void *), void *const *args, unsigned n,
+		     unsigned max)
+{
+	if (!p || !p->n_threads || !max) {
 		for (unsigned i = 0; i < n; i++)
 			fn(args[i]);
 		return;
@@ -86,6 +98,8 @@ void jobpool_run(struct jobpool *p, void (*fn)(void *), void *const *args, unsig
 	p->args = args;
 	p->next = 0;
 	p->pending = n;
+	p->running = 0;
+	p->max = max;
 	p->n = n;
 	pthread_cond_broadcast(&p->go);
 	while (p->pending)

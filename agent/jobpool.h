@@ -22,6 +22,10 @@ unsigned jobpool_threads(const struct jobpool *p);
  * threads (the rest wait for one), and returns when all have returned. A
  * NULL pool runs them here, one after the other. One caller at a time. */
 void jobpool_run(struct jobpool *p, void (*fn)(void *), void *const *args, unsigned n);
+/* The same with at most max jobs running at once, taken in order: the
+ * next one starts as one ends (max 0: in the caller, one after the other). */
+void jobpool_run_max(struct jobpool *p, void (*fn)(void *), void *const *args, unsigned n,
+		     unsigned max);
 
 /* Stops and joins the threads (none may be running a job). */
 struct jobpool *jobpool_free(struct jobpool *p);

@@ -84,7 +84,7 @@ struct manager {
 	size_t n_sinks;
 	struct dc_sink *kafka;	     /* borrowed from sinks[]: it takes trace batches too */
 	struct dc_sink *trace_files; /* NULL when traces.output.dir is "" */
-	struct traces *traces;	     /* owned by sys; NULL when traces are off */
+	struct traces *traces;	     /* made before the families load; NULL when traces are off */
 	sd_event_source *traces_io, *traces_timer;
 	sd_event_source *stats_timer; /* switches sampled BPF statistics on, then off */
 	uint64_t stats_on_for_ns;
@@ -179,6 +179,8 @@ struct manager *manager_free(struct manager *m)
 	sd_event_source_disable_unref(m->stats_timer);
 	sd_event_source_unref(m->stacks_io);
 	sd_event_source_unref(m->watchdog);
+	/* after every family and the ring's event source */
+	m->traces = traces_free(m->traces);
 	buf_free(&m->tbatch);
 	buf_free(&m->rec);
 	free(m->only);
@@ -601,9 +603,9 @@ static void job_run(void *p)
 	j->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 }
 
-/* Side by side on the pool's threads; without threads the jobs run here:
- * slower, never lost. */
-static void jobs_run(struct manager *m, struct family_job *jobs, size_t n)
+/* Side by side on the pool's threads, at most max at once; without threads
+ * the jobs run here: slower, never lost. */
+static void jobs_run_max(struct manager *m, struct family_job *jobs, size_t n, unsigned max)
 {
 	void *on[FAMILY_JOBS_MAX];
 	unsigned k = 0;
@@ -616,7 +618,12 @@ static void jobs_run(struct manager *m, struct family_job *jobs, size_t n)
 		if (jobs[i].on)
 			on[k++] = &jobs[i];
 	}
-	jobpool_run(m->pool, job_run, on, k);
+	jobpool_run_max(m->pool, job_run, on, k, max);
+}
+
+static void jobs_run(struct manager *m, struct family_job *jobs, size_t n)
+{
+	jobs_run_max(m, jobs, n, FAMILY_JOBS_MAX);
 }
 
 static void flip_all(struct manager *m, struct family_job *jobs, size_t n)
@@ -1679,7 +1686,6 @@ static void families_stop(struct manager *m, unsigned fam)
 		m->files_io = sd_event_source_disable_unref(m->files_io);
 		if (m->traces)
 			m->trace_next_id = traces_next_id(m->traces);
-		m->traces = NULL;
 		m->files = NULL;
 		m->sys = probe_syscall_free(m->sys);
 	}
@@ -1695,6 +1701,11 @@ static void families_stop(struct manager *m, unsigned fam)
 		m->ur = probe_uring_free(m->ur);
 	if (fam & FAM_BLOCK)
 		m->blk = probe_block_free(m->blk);
+	/* the traces go with the syscall family, which the families sharing
+	 * them are stopped with (reload_changes()); last, as they hold the
+	 * ring's maps too (a family still loaded keeps them alive) */
+	if (fam & FAM_SYSCALL)
+		m->traces = traces_free(m->traces);
 }
 
 /* What a family's start needs besides the manager; filled in by the thread. */
@@ -1705,7 +1716,7 @@ struct start_args {
 
 static int start_syscall(struct manager *m, void *p)
 {
-	return probe_syscall_new(((struct start_args *)p)->cfg, &m->sys);
+	return probe_syscall_new(((struct start_args *)p)->cfg, m->traces, &m->sys);
 }
 
 static int start_libs(struct manager *m, void *p)
@@ -1763,7 +1774,6 @@ static int syscall_watch(struct manager *m, const struct dc_config *cfg)
 {
 	int r;
 
-	m->traces = probe_syscall_traces(m->sys);
 	m->files = probe_syscall_files(m->sys);
 	if (m->traces) {
 		struct traces_resolver tr = {.comm = trace_comm,
@@ -1809,20 +1819,27 @@ static int syscall_watch(struct manager *m, const struct dc_config *cfg)
  * Attach the families in fam (each one that cfg enables). A family the
  * kernel refuses is logged and left off, except the syscall layer.
  *
- * The families load side by side, in two stages of threads: a load is mostly
- * the kernel's verifier and per-CPU allocations, and installing a family's
+ * The families load side by side, in threads: a load is mostly the
+ * kernel's verifier and per-CPU allocations, and installing a family's
  * window map waits for an RCU grace period, so one after the other they took
- * half of the time to READY. The second stage's families write into the
- * syscall family's trace ring, hence wait for it. Each family's outcome is
- * logged here, in the main thread, in the order of the stages.
+ * half of the time to READY. The library, VFS and block families write
+ * into the system-call family's trace ring; the traces are made here
+ * first, and whichever family loads first creates their maps
+ * (traces_share()), so none waits for another (the system-call family's
+ * verification alone was most of the start, with the other CPU idle).
+ * Three at most at once, the system-call family first: each load parses
+ * the kernel's BTF into a copy of its own (about 11 MB here), and all six
+ * side by side took the start's peak RSS from 37 to 50 MiB for no earlier
+ * READY (bench/start_bench.py), the longest load (the system-call family's)
+ * then sharing its CPU. Each family's outcome is logged here, in the main
+ * thread, in order.
  */
 static int families_start(struct manager *m, const struct dc_config *cfg, unsigned fam,
 			  bool *config_error)
 {
-	enum { SYSCALL, PAGECACHE, URING };
-	enum { LIBS, VFS, BLOCK };
+	enum { SYSCALL, PAGECACHE, URING, LIBS, VFS, BLOCK };
 	struct start_args a = {.cfg = cfg};
-	struct family_job first[] = {
+	struct family_job jobs[] = {
 	    [SYSCALL] = {.family = "syscall",
 			 .run = start_syscall,
 			 .res = &a,
@@ -1835,8 +1852,6 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 		       .run = start_uring,
 		       .res = &a,
 		       .on = (fam & FAM_URING) && cfg->uring_enable},
-	};
-	struct family_job second[] = {
 	    [LIBS] = {.family = "library",
 		      .run = start_libs,
 		      .res = &a,
@@ -1855,26 +1870,41 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 	/* slow attaches (thousands of functions, a big BTF) must not look like
 	 * a hang to systemd: extend the start (or reload) timeout */
 	sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
-	jobs_run(m, first, ELEMENTSOF(first));
-	if (first[PAGECACHE].on && first[PAGECACHE].r < 0)
-		log_warning_errno(first[PAGECACHE].r,
+	if ((fam & FAM_SYSCALL) && cfg->traces_enable) {
+		char err[512];
+
+		r = traces_new(cfg, NULL, &m->traces, err, sizeof(err));
+		if (r < 0)
+			return log_error_errno(r, "Cannot set up sampled traces: %s", err);
+	}
+	jobs_run_max(m, jobs, ELEMENTSOF(jobs), 3);
+	if (jobs[SYSCALL].on && jobs[SYSCALL].r < 0)
+		return jobs[SYSCALL].r;
+	if (jobs[PAGECACHE].on && jobs[PAGECACHE].r < 0)
+		log_warning_errno(jobs[PAGECACHE].r,
 				  "Page-cache probes unavailable (%m): layer off, ignoring");
-	if (first[URING].on && first[URING].r < 0)
-		log_warning_errno(first[URING].r,
+	if (jobs[URING].on && jobs[URING].r < 0)
+		log_warning_errno(jobs[URING].r,
 				  "io_uring probes unavailable (%m): layer off, ignoring");
-	if (first[SYSCALL].on) {
-		r = first[SYSCALL].r < 0 ? first[SYSCALL].r : syscall_watch(m, cfg);
+	if (fam & FAM_SYSCALL) {
+		r = m->traces ? traces_start(m->traces) : 0;
+		if (r == -ENOENT)
+			/* no family took the ring (the syscall programs refused
+			 * it, and nothing else emits): nothing to read */
+			m->traces = traces_free(m->traces);
+		else if (r < 0)
+			return log_error_errno(r, "Cannot start the trace reader: %m");
+		r = syscall_watch(m, cfg);
 		if (r < 0)
 			return r;
 	}
-	jobs_run(m, second, ELEMENTSOF(second));
-	r = second[LIBS].r;
+	r = jobs[LIBS].r;
 	if (r < 0) {
 		*config_error = r == -ENOENT || r == -ENOEXEC || r == -E2BIG;
 		return log_error_errno(r, "Cannot probe the configured libraries: %s", a.libs_err);
 	}
-	if (second[VFS].on) {
-		r = second[VFS].r;
+	if (jobs[VFS].on) {
+		r = jobs[VFS].r;
 		if (r >= 0)
 			m->vfs_attached = true;
 		if (r < 0 && m->vfs_bad_config) {
@@ -1885,9 +1915,9 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 			/* expected on kernels without fentry and kprobes: the other layers run */
 			log_notice("VFS probes off: %s", m->vfs_detail);
 	}
-	if (second[BLOCK].on && second[BLOCK].r < 0)
+	if (jobs[BLOCK].on && jobs[BLOCK].r < 0)
 		/* the other layers still run; the agent record lists no block probe */
-		log_warning_errno(second[BLOCK].r,
+		log_warning_errno(jobs[BLOCK].r,
 				  "Block probes unavailable (%m): block layer off, ignoring");
 	probes_report(m);
 	/* loading parsed the kernel's BTF (tens of MB) and freed it: hand the

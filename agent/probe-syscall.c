@@ -41,7 +41,7 @@ struct probe_syscall {
 	struct syscall_bpf *skel;
 	enum mech mech;
 	struct probe_file *files; /* NULL: file layer off (configured, or refused) */
-	struct traces *traces;	  /* NULL: sampled traces off (configured, or refused) */
+	struct traces *traces;	  /* the manager's; NULL: off here (configured, or refused) */
 	struct stacks *stacks;	  /* NULL: stack profiles off (configured, or refused) */
 	struct dc_filter *filter;
 	bool files_percpu;
@@ -93,7 +93,6 @@ struct probe_syscall *probe_syscall_free(struct probe_syscall *p)
 	syscall_bpf__destroy(p->skel);
 	probe_close_maps(p);
 	p->files = probe_file_free(p->files);
-	p->traces = traces_free(p->traces);
 	p->stacks = stacks_free(p->stacks);
 	p->filter = filter_free(p->filter);
 	free(p->entries);
@@ -189,9 +188,11 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	if (r)
 		return r;
 	if (p->traces)
-		traces_prepare(p->traces, skel);
+		r = traces_prepare(p->traces, skel);
 	else
 		traces_disable(skel);
+	if (r)
+		return r;
 	if (p->stacks)
 		r = stacks_prepare(p->stacks, skel, (int)m);
 	else
@@ -314,7 +315,8 @@ static void undo(void *ctx)
 	reset_attempt(((struct attempt *)ctx)->p);
 }
 
-int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
+int probe_syscall_new(const struct dc_config *cfg, struct traces *traces,
+		      struct probe_syscall **ret)
 {
 	_cleanup_(probe_syscall_freep) struct probe_syscall *p = NULL;
 	bool task_storage;
@@ -360,18 +362,7 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 			p->plain_updates = false;
 	} else
 		snprintf(p->files_detail, sizeof(p->files_detail), "probes.files.enable is false");
-	if (cfg->traces_enable) {
-		char host[256], err[512];
-
-		if (cfg->host[0])
-			snprintf(host, sizeof(host), "%s", cfg->host);
-		else if (gethostname(host, sizeof(host) - 1) < 0)
-			snprintf(host, sizeof(host), "unknown");
-		host[sizeof(host) - 1] = 0;
-		r = traces_new(cfg, host, &p->traces, err, sizeof(err));
-		if (r < 0)
-			return log_error_errno(r, "Cannot set up sampled traces: %s", err);
-	}
+	p->traces = traces;
 	if (cfg->stacks_enable) {
 		char err[512] = "";
 
@@ -449,7 +440,8 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 				    "the syscall probes without them",
 				    p->detail);
 			p->files = probe_file_free(p->files);
-			p->traces = traces_free(p->traces);
+			/* the other layers' events still go to the ring */
+			p->traces = NULL;
 			p->stacks = stacks_free(p->stacks);
 			off = 0;
 			p->detail[0] = 0;
@@ -468,11 +460,6 @@ int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret)
 		return log_error_errno(r, "No mechanism could attach the system-call probes (%s)",
 				       p->detail);
 	p->mech = (enum mech)r;
-	if (p->traces) {
-		r = traces_start(p->traces, p->skel);
-		if (r < 0)
-			return log_error_errno(r, "Cannot start the trace reader: %m");
-	}
 	if (p->files) {
 		r = probe_file_start(p->files, p->skel);
 		if (r < 0)

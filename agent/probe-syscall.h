@@ -13,9 +13,14 @@ struct bpf_object;
 
 struct probe_syscall;
 
+struct traces;
+
 /* Open, size, load and attach, trying mechanisms from cheapest to most
- * portable. Returns -errno and logs why each mechanism was refused. */
-int probe_syscall_new(const struct dc_config *cfg, struct probe_syscall **ret);
+ * portable. Returns -errno and logs why each mechanism was refused.
+ * traces: where the programs' sampled traces go (traces_share(); the
+ * caller's, which outlives the probe), NULL for none. */
+int probe_syscall_new(const struct dc_config *cfg, struct traces *traces,
+		      struct probe_syscall **ret);
 struct probe_syscall *probe_syscall_free(struct probe_syscall *p);
 
 const char *probe_syscall_mechanism(const struct probe_syscall *p);
@@ -36,10 +41,11 @@ bool probe_syscall_plain_updates(const struct probe_syscall *p);
 struct probe_file *probe_syscall_files(struct probe_syscall *p);
 const char *probe_syscall_files_detail(const struct probe_syscall *p);
 
-/* Sampled traces, which run inside the syscall programs; NULL when off. */
 struct stacks;
 /* NULL when stack profiles are off */
 struct stacks *probe_syscall_stacks(struct probe_syscall *p);
+/* The traces its programs write to: the caller's, NULL when off here
+ * (configured so, or refused by the kernel with the file layer). */
 struct traces *probe_syscall_traces(struct probe_syscall *p);
 
 struct dc_drain_result {

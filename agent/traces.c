@@ -3,11 +3,13 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 #include "datacrumbs/vfs.h"
@@ -20,9 +22,17 @@
 
 #define MAX_FULL_CGROUPS 64
 
+/* The maps every emitting object shares (bpf/tracering.bpf.h), in this
+ * order; created by the first object that shares them (traces_share()). */
+static const char *const shared_names[] = {"traces", "trace_cfg", "trace_full", "trace_lcnt"};
+enum { SH_RING, SH_CFG, SH_FULL, SH_LCNT, SH_MAX };
+
 struct traces {
 	struct ring_buffer *ring;
-	struct bpf_map *cfg_map, *full_map, *ring_map, *lcnt_map;
+	/* the shared maps' fds, -1 until created; the families load in threads
+	 * side by side, and whichever shares first creates them */
+	int fd[SH_MAX];
+	pthread_mutex_t lock;
 	uint64_t lcnt_prev[DC_LAYER_MAX][DC_TR_OUTCOMES];
 	int ncpus;
 	struct dc_trace_cfg policy;
@@ -133,14 +143,26 @@ int traces_new(const struct dc_config *cfg, const char *host, struct traces **re
 	       size_t errlen)
 {
 	struct traces *t = calloc(1, sizeof(*t));
+	char node[256];
 	int r;
 
 	if (!t)
 		return -ENOMEM;
+	for (int i = 0; i < SH_MAX; i++)
+		t->fd[i] = -1;
+	pthread_mutex_init(&t->lock, NULL);
 	r = build_policy(cfg, &t->policy, t->full_ids, &t->n_full, false, err, errlen);
 	if (r < 0) {
-		free(t);
+		traces_free(t);
 		return r;
+	}
+	if (!host) {
+		if (cfg->host[0])
+			snprintf(node, sizeof(node), "%s", cfg->host);
+		else if (gethostname(node, sizeof(node) - 1) < 0)
+			snprintf(node, sizeof(node), "unknown");
+		node[sizeof(node) - 1] = 0;
+		host = node;
 	}
 	/* a ring is a power of two pages */
 	t->ring_bytes = pow2_at_least((uint64_t)cfg->traces_ring_mib << 20);
@@ -159,15 +181,19 @@ struct traces *traces_free(struct traces *t)
 	if (!t)
 		return NULL;
 	ring_buffer__free(t->ring);
+	for (int i = 0; i < SH_MAX; i++)
+		if (t->fd[i] >= 0)
+			close(t->fd[i]);
+	pthread_mutex_destroy(&t->lock);
 	trace_batch_free(&t->batch);
 	free(t);
 	return NULL;
 }
 
-void traces_prepare(struct traces *t, struct syscall_bpf *skel)
+int traces_prepare(struct traces *t, struct syscall_bpf *skel)
 {
 	skel->rodata->traces_on = true;
-	bpf_map__set_max_entries(skel->maps.traces, (__u32)t->ring_bytes);
+	return traces_share(t, skel->obj);
 }
 
 void traces_disable(struct syscall_bpf *skel)
@@ -191,9 +217,9 @@ static int write_policy(struct traces *t)
 	int r;
 
 	for (unsigned i = 0; i < t->n_full; i++)
-		if (bpf_map_update_elem(bpf_map__fd(t->full_map), &t->full_ids[i], &one, BPF_ANY))
+		if (bpf_map_update_elem(t->fd[SH_FULL], &t->full_ids[i], &one, BPF_ANY))
 			return -errno;
-	r = bpf_map_update_elem(bpf_map__fd(t->cfg_map), &zero, &t->policy, BPF_ANY);
+	r = bpf_map_update_elem(t->fd[SH_CFG], &zero, &t->policy, BPF_ANY);
 	return r ? -errno : 0;
 }
 
@@ -272,43 +298,68 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-int traces_start(struct traces *t, struct syscall_bpf *skel)
+int traces_start(struct traces *t)
 {
-	int r;
-
-	t->cfg_map = skel->maps.trace_cfg;
-	t->full_map = skel->maps.trace_full;
-	t->ring_map = skel->maps.traces;
-	t->lcnt_map = skel->maps.trace_lcnt;
+	if (t->fd[SH_RING] < 0)
+		return -ENOENT; /* no object took the maps: nothing emits */
 	t->ncpus = libbpf_num_possible_cpus();
 	if (t->ncpus <= 0)
 		return t->ncpus ? t->ncpus : -EINVAL;
-	r = write_policy(t);
-	if (r < 0)
-		return r;
-	t->ring = ring_buffer__new(bpf_map__fd(skel->maps.traces), on_event, t, NULL);
+	t->ring = ring_buffer__new(t->fd[SH_RING], on_event, t, NULL);
 	return t->ring ? 0 : -errno;
+}
+
+/* The shared maps, made as obj declares them (each emitting object
+ * declares them alike: tracering.bpf.h), the ring at its configured size,
+ * with the policy in them before any program can load. Under t->lock. */
+static int create_shared(struct traces *t, struct bpf_object *obj)
+{
+	int fd[SH_MAX], r = 0;
+	int i;
+
+	for (i = 0; i < SH_MAX; i++) {
+		const struct bpf_map *m = bpf_object__find_map_by_name(obj, shared_names[i]);
+		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = m ? bpf_map__map_flags(m) : 0);
+
+		if (!m) {
+			r = -ENOENT;
+			break;
+		}
+		fd[i] = bpf_map_create(
+		    bpf_map__type(m), shared_names[i], bpf_map__key_size(m), bpf_map__value_size(m),
+		    i == SH_RING ? (__u32)t->ring_bytes : bpf_map__max_entries(m), &o);
+		if (fd[i] < 0) {
+			r = -errno;
+			break;
+		}
+	}
+	if (r < 0) {
+		while (i-- > 0)
+			close(fd[i]);
+		return r;
+	}
+	memcpy(t->fd, fd, sizeof(fd));
+	return write_policy(t);
 }
 
 int traces_share(struct traces *t, struct bpf_object *obj)
 {
-	static const char *const names[] = {"traces", "trace_cfg", "trace_full", "trace_lcnt"};
+	int r = 0;
 
-	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-		struct bpf_map *m = bpf_object__find_map_by_name(obj, names[i]);
-		const struct bpf_map *own[] = {t ? t->ring_map : NULL, t ? t->cfg_map : NULL,
-					       t ? t->full_map : NULL, t ? t->lcnt_map : NULL};
-		int r;
+	if (t) {
+		pthread_mutex_lock(&t->lock);
+		if (t->fd[SH_RING] < 0)
+			r = create_shared(t, obj);
+		pthread_mutex_unlock(&t->lock);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < SH_MAX; i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(obj, shared_names[i]);
 
 		if (!m)
 			return -ENOENT;
-		if (!t || !own[i]) {
-			r = bpf_map__set_autocreate(m, false);
-			if (r < 0)
-				return r;
-			continue;
-		}
-		r = bpf_map__reuse_fd(m, bpf_map__fd(own[i]));
+		r = t ? bpf_map__reuse_fd(m, t->fd[i]) : bpf_map__set_autocreate(m, false);
 		if (r < 0)
 			return r;
 	}
@@ -320,14 +371,14 @@ void traces_layers_read(struct traces *t, uint64_t out[DC_LAYER_MAX][DC_TR_OUTCO
 	uint64_t v[t->ncpus > 0 ? t->ncpus : 1];
 
 	memset(out, 0, sizeof(uint64_t) * DC_LAYER_MAX * DC_TR_OUTCOMES);
-	if (!t->lcnt_map)
+	if (t->fd[SH_LCNT] < 0)
 		return;
 	for (__u32 l = 0; l < DC_LAYER_MAX; l++)
 		for (__u32 o = 0; o < DC_TR_OUTCOMES; o++) {
 			__u32 k = l * DC_TR_OUTCOMES + o;
 			uint64_t sum = 0;
 
-			if (bpf_map_lookup_elem(bpf_map__fd(t->lcnt_map), &k, v))
+			if (bpf_map_lookup_elem(t->fd[SH_LCNT], &k, v))
 				continue;
 			for (int c = 0; c < t->ncpus; c++)
 				sum += v[c];
@@ -361,7 +412,7 @@ int traces_set_policy(struct traces *t, const struct dc_config *cfg, bool skip_g
 	t->policy.full_cgroups = 0;
 	r = write_policy(t);
 	for (unsigned i = 0; !r && i < t->n_full; i++)
-		bpf_map_delete_elem(bpf_map__fd(t->full_map), &t->full_ids[i]);
+		bpf_map_delete_elem(t->fd[SH_FULL], &t->full_ids[i]);
 	memcpy(t->full_ids, ids, sizeof(ids));
 	t->n_full = n;
 	t->policy = p;
@@ -377,7 +428,7 @@ int traces_pause(struct traces *t, bool paused)
 	 * so each window's seen = kept + sampled_out + dropped still holds */
 	if (paused)
 		p.mode = DC_TRACE_OFF;
-	return bpf_map_update_elem(bpf_map__fd(t->cfg_map), &zero, &p, BPF_ANY) ? -errno : 0;
+	return bpf_map_update_elem(t->fd[SH_CFG], &zero, &p, BPF_ANY) ? -errno : 0;
 }
 
 void traces_set_resolver(struct traces *t, const struct traces_resolver *r)

@@ -11,9 +11,12 @@
 
 /*
  * Sampled traces, user side. The kernel half runs in the system-call
- * programs (bpf/trace.bpf.h); the syscall probe calls traces_prepare() or
- * traces_disable() before loading its skeleton and traces_start() after.
- * The manager reads the ring on a timer and at each window's end, and
+ * programs (bpf/trace.bpf.h) and in the library, VFS and block programs
+ * (bpf/tracering.bpf.h), which share one ring. The manager makes the
+ * traces before it loads the families, which load side by side: the
+ * syscall probe calls traces_prepare() or traces_disable() before loading
+ * its skeleton, the others traces_share(); then the manager calls
+ * traces_start(), reads the ring on a timer and at each window's end, and
  * seals one batch (one zstd frame) per window.
  */
 struct traces;
@@ -34,22 +37,28 @@ struct traces_resolver {
 	void *opaque;
 };
 
+/* host: the records' host name; NULL: cfg's, else the node's */
 int traces_new(const struct dc_config *cfg, const char *host, struct traces **ret, char *err,
 	       size_t errlen);
 struct traces *traces_free(struct traces *t);
 
-void traces_prepare(struct traces *t, struct syscall_bpf *skel);
+/* The system-call object's traces_on and traces_share(); or its trace maps
+ * not created and traces_on false. */
+int traces_prepare(struct traces *t, struct syscall_bpf *skel);
 void traces_disable(struct syscall_bpf *skel);
-/* After load: the policy into its map (the full-trace cgroups resolved),
- * the ring's reader. */
-int traces_start(struct traces *t, struct syscall_bpf *skel);
+/* After the families loaded: the ring's reader. -ENOENT: no object shared
+ * the maps (nothing emits). */
+int traces_start(struct traces *t);
 /*
- * Before loading another object that emits events (tracering.bpf.h: the
- * library, VFS and block families): its ring, policy, full-trace set and
- * layer counters become the system-call object's. With t NULL (traces off)
- * those maps are not created; the caller sets its rodata traces_on to
- * t != NULL. Reloading the system-call family makes new maps: the emitting
- * families must then be reloaded too (the manager does).
+ * Before loading an object that emits events (tracering.bpf.h: the
+ * system-call, library, VFS and block families): its ring, policy,
+ * full-trace set and layer counters become t's. The first object to share
+ * them creates them, as it declares them, the ring at the configured size
+ * and the policy (the full-trace cgroups resolved) written before any
+ * program loads: no family waits for another's load. Thread-safe. With t
+ * NULL (traces off) those maps are not created; the caller sets its rodata
+ * traces_on to t != NULL. New traces (a reload of traces.*) make new maps:
+ * every family sharing them is then reloaded too (the manager does).
  */
 int traces_share(struct traces *t, struct bpf_object *obj);
 /* A new policy (reload, a budget step): no program is reloaded. skip_gone:

@@ -25,6 +25,7 @@
 
 #include "config.h"
 #include "probe-syscall.h"
+#include "traces.h"
 #include "probe-vfs.h"
 #include "vm-test.h"
 
@@ -96,20 +97,23 @@ static int vfs_once(const char *categories, const char *mech, double *att, doubl
 static int syscall_once(const char *mech, double *att, double *det, char *detail, size_t len)
 {
 	struct probe_syscall *p = NULL;
+	struct traces *tr = NULL;
 	struct dc_config cfg;
 	double t0, t1;
 	int r;
 
 	config_defaults(&cfg);
-	if (config_set(&cfg, "probes.syscall.mechanism", mech, detail, len) < 0)
+	if (config_set(&cfg, "probes.syscall.mechanism", mech, detail, len) < 0 ||
+	    (cfg.traces_enable && traces_new(&cfg, "vm", &tr, detail, len) < 0))
 		return 1;
 	t0 = now_ms();
-	r = probe_syscall_new(&cfg, &p);
+	r = probe_syscall_new(&cfg, tr, &p);
 	t1 = now_ms();
 	if (r >= 0 && strcmp(probe_syscall_mechanism(p), mech))
 		r = -1;
 	snprintf(detail, len, "%s", r < 0 ? "refused" : probe_syscall_mechanism(p));
 	probe_syscall_free(p);
+	traces_free(tr);
 	*att = t1 - t0;
 	*det = now_ms() - t1;
 	return r < 0;

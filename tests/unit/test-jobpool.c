@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <time.h>
 
 #include "jobpool.h"
@@ -51,6 +52,34 @@ static void count_job(void *arg)
 	atomic_fetch_add((atomic_uint *)arg, 1);
 }
 
+/* Jobs that note how many ran at once, and in which order they started. */
+struct crowd {
+	pthread_mutex_t mu;
+	unsigned now, most, started, order[8];
+};
+
+struct crowd_arg {
+	struct crowd *c;
+	unsigned id;
+};
+
+static void crowd_job(void *arg)
+{
+	struct crowd_arg *a = arg;
+	struct crowd *c = a->c;
+	struct timespec nap = {0, 20 * 1000 * 1000};
+
+	pthread_mutex_lock(&c->mu);
+	c->order[c->started++] = a->id;
+	if (++c->now > c->most)
+		c->most = c->now;
+	pthread_mutex_unlock(&c->mu);
+	nanosleep(&nap, NULL);
+	pthread_mutex_lock(&c->mu);
+	c->now--;
+	pthread_mutex_unlock(&c->mu);
+}
+
 struct mask_seen {
 	int term_blocked;
 	char name[16];
@@ -97,6 +126,30 @@ int main(void)
 	      bad);
 	jobpool_run(p, count_job, args, 0);
 	CHECK(meet_batch(p, 2) == 2, "an empty batch returns, and the pool runs on");
+
+	/* at most 3 at once, 8 threads idle: the start's loads, whose
+	 * parsing of the kernel's BTF each holds its own copy */
+	{
+		struct crowd c = {.mu = PTHREAD_MUTEX_INITIALIZER};
+		struct crowd_arg ca[8];
+		bool ordered = true;
+
+		for (unsigned i = 0; i < 8; i++) {
+			ca[i] = (struct crowd_arg){&c, i};
+			args[i] = &ca[i];
+		}
+		jobpool_run_max(p, crowd_job, args, 8, 3);
+		for (unsigned i = 0; i < 3; i++)
+			ordered = ordered && c.order[i] < 3;
+		CHECK(c.started == 8 && c.most == 3,
+		      "8 jobs, at most 3 at once: all ran (%u), 3 at once at most (%u)", c.started,
+		      c.most);
+		CHECK(ordered, "the first 3 started first");
+		c.started = c.most = 0;
+		jobpool_run_max(p, crowd_job, args, 8, 0);
+		CHECK(c.started == 8 && c.most == 1, "max 0: one after the other (%u at once)",
+		      c.most);
+	}
 
 	/* started from a thread that takes SIGTERM, the pool's threads do not:
 	 * the agent's signals belong to its event loop */

@@ -25,6 +25,7 @@
 #include "ops.h"
 #include "probe-file.h"
 #include "probe-syscall.h"
+#include "traces.h"
 #include "stacks.h"
 #include "vm-test.h"
 
@@ -242,15 +243,23 @@ static bool kernel_has_func(const char *fn)
 }
 
 /* probe_syscall_new() with libbpf's warnings kept; a refusal is reported
- * with them */
+ * with them. With traces as the agent makes them (the programs' trace code
+ * verified too); a load's traces outlive its probe until the next load. */
 static int load(const struct dc_config *cfg, const char *name, struct probe_syscall **p)
 {
+	static struct traces *t;
 	libbpf_print_fn_t prev;
+	char err[256];
 	int r;
 
+	t = traces_free(t);
+	if (cfg->traces_enable && (r = traces_new(cfg, "vm", &t, err, sizeof(err))) < 0) {
+		printf("VMTEST %s FAIL traces: %s\n", name, err);
+		return r;
+	}
 	log_next = 0;
 	prev = libbpf_set_print(keep_warning);
-	r = probe_syscall_new(cfg, p);
+	r = probe_syscall_new(cfg, t, p);
 	libbpf_set_print(prev);
 	if (r < 0) {
 		printf("VMTEST %s FAIL attach: %s\n", name, strerror(-r));

@@ -95,7 +95,7 @@ static int run(const char *mech)
 	struct dc_fn_drain d = {};
 	struct probe_vfs *p = NULL;
 	struct probe_syscall *sys = NULL;
-	struct traces *t;
+	struct traces *t = NULL;
 	struct dc_config cfg;
 	static char buf[SZ];
 	char detail[512];
@@ -108,7 +108,8 @@ static int run(const char *mech)
 	 * the system-call object's; every call at least 1 ns long is kept */
 	config_defaults(&cfg);
 	if (config_set(&cfg, "traces.sampling.slow_ms", "0.000001", detail, sizeof(detail)) < 0 ||
-	    probe_syscall_new(&cfg, &sys) < 0 || !(t = probe_syscall_traces(sys))) {
+	    traces_new(&cfg, "vm", &t, detail, sizeof(detail)) < 0 ||
+	    probe_syscall_new(&cfg, t, &sys) < 0 || probe_syscall_traces(sys) != t) {
 		printf("VMTEST %s FAIL no trace ring: %s\n", mech, detail);
 		return 1;
 	}
@@ -116,6 +117,11 @@ static int run(const char *mech)
 	r = probe_vfs_new(&o, &p, detail, sizeof(detail));
 	if (r < 0) {
 		printf("VMTEST %s FAIL attach: %s\n", mech, detail);
+		return 1;
+	}
+	r = traces_start(t);
+	if (r < 0) {
+		printf("VMTEST %s FAIL trace reader: %s\n", mech, strerror(-r));
 		return 1;
 	}
 	if (strcmp(probe_vfs_mechanism(p), mech)) {
@@ -166,6 +172,7 @@ static int run(const char *mech)
 			    (unsigned long long)d.entries[i].errors);
 	probe_vfs_free(p);
 	probe_syscall_free(sys);
+	traces_free(t);
 	return !ok;
 }
 
