@@ -1051,10 +1051,14 @@ static int manager_close_window(struct manager *m)
 						  .errors = urres.overflow.errors};
 	if (m->traces) {
 		st.traces = true;
-		st.tr_seen = tsum.count;
-		st.tr_kept = tsum.tr_kept;
-		st.tr_out = tsum.tr_out;
-		st.tr_drop = tsum.tr_drop;
+		/* the system calls' part: none where the kernel refused their
+		 * programs' trace code (the other layers' events still come) */
+		if (m->sys && probe_syscall_traces(m->sys)) {
+			st.tr_seen = tsum.count;
+			st.tr_kept = tsum.tr_kept;
+			st.tr_out = tsum.tr_out;
+			st.tr_drop = tsum.tr_drop;
+		}
 		st.tr_window = m->tstat;
 		traces_layers_read(m->traces, st.tr_window.layers);
 		m->tstat = (struct traces_window){};
@@ -1889,8 +1893,8 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 	if (fam & FAM_SYSCALL) {
 		r = m->traces ? traces_start(m->traces) : 0;
 		if (r == -ENOENT)
-			/* no family took the ring (the syscall programs refused
-			 * it, and nothing else emits): nothing to read */
+			/* the ring could not be made (traces_share() said why):
+			 * every family loaded without traces */
 			m->traces = traces_free(m->traces);
 		else if (r < 0)
 			return log_error_errno(r, "Cannot start the trace reader: %m");

@@ -86,13 +86,14 @@ static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enu
 	p->skel = skel;
 	skel->rodata->plain_updates = plain_updates;
 	skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
-	skel->rodata->traces_on = p->traces != NULL;
 	skel->rodata->bio_set_mask = p->bio_sets - 1;
 	skel->rodata->blkcg_where = (__u8)cgroup_io_where();
 	skel->rodata->rq_set_mask = p->rq_sets - 1;
 	r = traces_share(p->traces, skel->obj);
-	if (!r)
+	if (r >= 0) {
+		skel->rodata->traces_on = r > 0;
 		r = bpf_map__set_max_entries(skel->maps.bio_sets, p->bio_sets);
+	}
 	if (!r)
 		r = bpf_map__set_max_entries(skel->maps.rq_sets, p->rq_sets);
 	if (r < 0)

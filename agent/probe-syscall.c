@@ -187,12 +187,15 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 		probe_file_disable(skel);
 	if (r)
 		return r;
-	if (p->traces)
+	if (p->traces) {
 		r = traces_prepare(p->traces, skel);
-	else
+		if (r < 0)
+			return r;
+		if (!r)
+			p->traces = NULL; /* the ring could not be made */
+		r = 0;
+	} else
 		traces_disable(skel);
-	if (r)
-		return r;
 	if (p->stacks)
 		r = stacks_prepare(p->stacks, skel, (int)m);
 	else

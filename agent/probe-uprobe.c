@@ -216,12 +216,12 @@ static int try_mechanism(struct probe_uprobe *p, enum mech m)
 	/* atomic adds: threads of a process share keys and uprobes can nest */
 	p->skel->rodata->plain_updates = false;
 	p->skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
-	p->skel->rodata->traces_on = p->traces != NULL;
 	r = traces_share(p->traces, p->skel->obj);
 	if (r < 0) {
 		snprintf(p->err, p->errlen, "cannot share the trace ring: %s", strerror(-r));
 		return r;
 	}
+	p->skel->rodata->traces_on = r > 0;
 	if (m == MECH_UPROBE_MULTI) {
 		/* a multi-uprobe link takes only programs loaded for it, and
 		 * such programs cannot be perf-event uprobes: one load per

@@ -408,10 +408,10 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	p->skel = skel;
 	skel->rodata->plain_updates = false; /* VFS calls nest and run in any context */
 	skel->rodata->agent_tgid = o->exclude_tgid;
-	skel->rodata->traces_on = o->traces != NULL;
 	r = traces_share(o->traces, skel->obj);
 	if (r < 0)
 		return r;
+	skel->rodata->traces_on = r > 0;
 	*attached = 0;
 	skipped[0] = 0;
 	p->refused[0] = 0;

@@ -2,6 +2,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "cgroup.h"
 #include "datacrumbs/vfs.h"
 #include "filepath.h"
+#include "log.h"
 #include "macro.h"
 #include "ops.h"
 #include "syscall.skel.h"
@@ -32,6 +34,7 @@ struct traces {
 	/* the shared maps' fds, -1 until created; the families load in threads
 	 * side by side, and whichever shares first creates them */
 	int fd[SH_MAX];
+	int share_err; /* <0: they could not be made; traces off for every object */
 	pthread_mutex_t lock;
 	uint64_t lcnt_prev[DC_LAYER_MAX][DC_TR_OUTCOMES];
 	int ncpus;
@@ -192,8 +195,13 @@ struct traces *traces_free(struct traces *t)
 
 int traces_prepare(struct traces *t, struct syscall_bpf *skel)
 {
-	skel->rodata->traces_on = true;
-	return traces_share(t, skel->obj);
+	int r = traces_share(t, skel->obj);
+
+	if (r == 0)
+		traces_disable(skel);
+	else if (r > 0)
+		skel->rodata->traces_on = true;
+	return r;
 }
 
 void traces_disable(struct syscall_bpf *skel)
@@ -333,37 +341,54 @@ static int create_shared(struct traces *t, struct bpf_object *obj)
 			break;
 		}
 	}
-	if (r < 0) {
+	if (r >= 0) {
+		/* published only with the policy in them: no object may load
+		 * against maps that say less than the configuration */
+		memcpy(t->fd, fd, sizeof(fd));
+		r = write_policy(t);
+		if (r < 0)
+			for (i = 0; i < SH_MAX; i++)
+				t->fd[i] = -1;
+		i = SH_MAX;
+	}
+	if (r < 0)
 		while (i-- > 0)
 			close(fd[i]);
-		return r;
-	}
-	memcpy(t->fd, fd, sizeof(fd));
-	return write_policy(t);
+	return r;
 }
 
 int traces_share(struct traces *t, struct bpf_object *obj)
 {
+	bool on = false;
 	int r = 0;
 
 	if (t) {
 		pthread_mutex_lock(&t->lock);
-		if (t->fd[SH_RING] < 0)
+		if (t->fd[SH_RING] < 0 && !t->share_err) {
 			r = create_shared(t, obj);
+			if (r < 0) {
+				/* as before the maps were made here: a family loads
+				 * without traces when they cannot be had */
+				t->share_err = r;
+				log_warning_errno(r,
+						  "Cannot create the trace ring (%" PRIu64
+						  " bytes) and its maps (%m): sampled traces off",
+						  t->ring_bytes);
+			}
+		}
+		on = t->fd[SH_RING] >= 0;
 		pthread_mutex_unlock(&t->lock);
-		if (r < 0)
-			return r;
 	}
 	for (size_t i = 0; i < SH_MAX; i++) {
 		struct bpf_map *m = bpf_object__find_map_by_name(obj, shared_names[i]);
 
 		if (!m)
 			return -ENOENT;
-		r = t ? bpf_map__reuse_fd(m, t->fd[i]) : bpf_map__set_autocreate(m, false);
+		r = on ? bpf_map__reuse_fd(m, t->fd[i]) : bpf_map__set_autocreate(m, false);
 		if (r < 0)
 			return r;
 	}
-	return 0;
+	return on;
 }
 
 void traces_layers_read(struct traces *t, uint64_t out[DC_LAYER_MAX][DC_TR_OUTCOMES])

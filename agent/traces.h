@@ -42,8 +42,8 @@ int traces_new(const struct dc_config *cfg, const char *host, struct traces **re
 	       size_t errlen);
 struct traces *traces_free(struct traces *t);
 
-/* The system-call object's traces_on and traces_share(); or its trace maps
- * not created and traces_on false. */
+/* The system-call object's traces_share() and traces_on; 0: the maps could
+ * not be made (traces_disable() done), 1: shared. */
 int traces_prepare(struct traces *t, struct syscall_bpf *skel);
 void traces_disable(struct syscall_bpf *skel);
 /* After the families loaded: the ring's reader. -ENOENT: no object shared
@@ -55,10 +55,12 @@ int traces_start(struct traces *t);
  * full-trace set and layer counters become t's. The first object to share
  * them creates them, as it declares them, the ring at the configured size
  * and the policy (the full-trace cgroups resolved) written before any
- * program loads: no family waits for another's load. Thread-safe. With t
- * NULL (traces off) those maps are not created; the caller sets its rodata
- * traces_on to t != NULL. New traces (a reload of traces.*) make new maps:
- * every family sharing them is then reloaded too (the manager does).
+ * program loads: no family waits for another's load. Thread-safe.
+ * Returns 1 when shared; 0 when t is NULL (traces off) or the maps could
+ * not be made (logged once; every object then goes without), and those
+ * maps are then not created: the caller sets its rodata traces_on to the
+ * result. New traces (a reload of traces.*) make new maps: every family
+ * sharing them is then reloaded too (the manager does).
  */
 int traces_share(struct traces *t, struct bpf_object *obj);
 /* A new policy (reload, a budget step): no program is reloaded. skip_gone:

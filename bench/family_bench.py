@@ -91,7 +91,7 @@ def main():
             continue  # not run in every round by every agent
         m = [statistics.median(d[n]) for n in names]
         print("%-22s " % prog + " ".join("%9.1f" % x for x in m) +
-              "".join("  %9s" % ("%.3fx" % (x / m[0])) for x in m[1:]))
+              "".join("  %9s" % ("%.3fx" % (x / m[0]) if m[0] > 0 else "-") for x in m[1:]))
 
 
 if __name__ == "__main__":

@@ -596,8 +596,9 @@ def report(a, configs, not_run, runs, figures):
         bm = f.get("bpf_time_minagg") or {}
 
         def less(passes):
-            """median ns over passes, less each pass's runs x e_run"""
-            return med([x[0] - (x[2] * e_run if e_run else 0) for x in passes])
+            """median ns over passes, less each pass's runs x e_run (not
+            below 0: e_run holds an empty body's few ns too)"""
+            return med([max(0.0, x[0] - (x[2] * e_run if e_run else 0)) for x in passes])
         print("\n[bpf time] the default agent's programs' run time in the 1 MiB workloads, and "
               "the minimal aggregation's (kernel BPF statistics, %d passes, medians; net of an "
               "idle interval as long)" % len(next(iter(bt.values()))))

@@ -3,8 +3,8 @@
  * The half of sampled traces every emitting object shares (the system-call
  * programs through trace.bpf.h; func.bpf.h for libraries and VFS functions;
  * block.bpf.c): the ring, the policy, the full-trace cgroups and the
- * per-layer outcome counters. The system-call object creates them; the
- * agent hands their fds to the other objects before load
+ * per-layer outcome counters. The agent creates them as the first object to
+ * load declares them, and hands their fds to every object before its load
  * (traces_share()), so one reader and one batch take every layer's events
  * in the order the kernel wrote them.
  *

@@ -4,8 +4,14 @@
 format (decoded by the zstd command line tool, not by the agent), and a
 saturated ring.
 
+A last scenario, no-ring: the agent in a memory cgroup too small for its
+trace ring. The ring and the maps it shares are made apart from any
+family's load (agent/traces.c), so only the traces go: every family loads
+without them, the file layer included, which a failed load of the
+system-call family with its ring took along before.
+
 usage: test_traces.py SCENARIO AGENT TRACELOAD EXPORT
-  SCENARIO: one-in-n | slow | bucket | full | saturated
+  SCENARIO: one-in-n | slow | bucket | bucket-weights | full | saturated | no-ring
 """
 import glob
 import json
@@ -343,6 +349,81 @@ def scenario_bucket_weights(agent_bin, load):
     c.done()
 
 
+def memory_cgroup(name):
+    """A new cgroup with the memory controller (the cgroup2 hierarchy's if
+    its root hands it down, else v1's): (directory, limit file), or None."""
+    root = cgroup2_root()
+    if root:
+        with open(os.path.join(root, "cgroup.subtree_control")) as f:
+            if "memory" in f.read().split():
+                d = os.path.join(root, name)
+                os.mkdir(d)
+                return d, "memory.max"
+    v1 = "/sys/fs/cgroup/memory"
+    if os.path.exists(os.path.join(v1, "memory.limit_in_bytes")):
+        d = os.path.join(v1, name)
+        os.mkdir(d)
+        return d, "memory.limit_in_bytes"
+    return None
+
+
+def scenario_no_ring(agent_bin, load):
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-tr-")
+    tdir = os.path.join(tmp, "traces")
+    mc = memory_cgroup("dc-test-noring-%d" % os.getpid())
+    if not mc:
+        print("SKIP: no memory cgroup controller (cgroup2's root does not hand it down, no v1 "
+              "memory hierarchy)", flush=True)
+        sys.exit(77)
+    cg, limit = mc
+    # BPF maps are charged to their creator's memory cgroup (5.11+): a 1 GiB
+    # ring does not fit in 512 MiB, the agent's other maps (tens of MiB) do
+    with open(os.path.join(cg, limit), "w") as f:
+        f.write(str(512 << 20))
+    conf = ('interval = 0.25;\ntraces = { ring_mib = 1024; output = { dir = "%s"; };'
+            ' sampling = { one_in_n = 1; slow_ms = 0; rate = 0; }; };\n' % tdir)
+    back = os.path.join(os.path.dirname(cg), "cgroup.procs")
+    a = None
+    try:
+        # the agent is started from inside: it inherits the cgroup
+        with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+        try:
+            a = Agent(agent_bin, conf)
+        finally:
+            with open(back, "w") as f:
+                f.write(str(os.getpid()))
+        pid = run_load(load, os.path.join(tmp, "data"), 1000)
+        time.sleep(0.6)
+        c.eq(a.stop(), 0, "agent exits 0")
+        log = a.log()
+        recs = a.records()
+    finally:
+        if a and a.proc.poll() is None:
+            a.proc.kill()
+            a.proc.wait()
+        remove_cgroup(cg)
+    print("# log: %s" % " | ".join(log.strip().splitlines()[:4]))
+    c.check("Cannot create the trace ring (1073741824 bytes) and its maps (Cannot allocate "
+            "memory): sampled traces off" in log, "the log says why the traces are off")
+    agents = [r for r in recs if r["type"] == "agent"]
+    probes = {p["name"]: p for r in agents[:1] for p in r["probes"]}
+    print("# probes: %s" % {k: (v["mechanism"], v["detail"][:80]) for k, v in probes.items()})
+    c.check(probes.get("files", {}).get("mechanism") not in (None, "off"),
+            "the file layer is on: the ring's failure took nothing else along")
+    c.check(all(k in probes for k in ("syscall", "block", "pagecache")),
+            "the other families are on")
+    c.check(agents and not any(r.get("traces") for r in agents),
+            "the agent records say the traces are off")
+    feats = [r for r in recs if r["type"] == "features" and r["pid"] == pid]
+    c.eq(sum(r.get("access", {}).get("writes", 0) for r in feats), 1000,
+         "the workload's 1000 writes are in its records' file layer")
+    c.check(not os.path.isdir(tdir) or not os.listdir(tdir), "no trace files")
+    shutil.rmtree(tmp, ignore_errors=True)
+    c.done()
+
+
 def main():
     name, agent_bin, load, export = sys.argv[1:5]
     require_root()
@@ -351,6 +432,8 @@ def main():
         sys.exit(77)
     if name == "bucket-weights":
         return scenario_bucket_weights(agent_bin, load)
+    if name == "no-ring":
+        return scenario_no_ring(agent_bin, load)
     scenario(name, agent_bin, load, export)
 
 
