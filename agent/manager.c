@@ -27,6 +27,7 @@
 #include "probe-uring.h"
 #include "probe-uprobe.h"
 #include "datacrumbs/vfs.h"
+#include "preempt.h"
 #include "probe-vfs.h"
 #include "probe-file.h"
 #include "traces.h"
@@ -1715,6 +1716,9 @@ static void families_stop(struct manager *m, unsigned fam)
 /* What a family's start needs besides the manager; filled in by the thread. */
 struct start_args {
 	const struct dc_config *cfg;
+	/* task-context programs may use plain adds on per-CPU values: the
+	 * kernel never preempts them (preempt.h), maps.updates allows it */
+	bool plain_ok;
 	char libs_err[1024];
 };
 
@@ -1727,17 +1731,20 @@ static int start_libs(struct manager *m, void *p)
 {
 	struct start_args *a = p;
 
-	return probe_uprobe_new(a->cfg, m->traces, &m->up, a->libs_err, sizeof(a->libs_err));
+	return probe_uprobe_new(a->cfg, m->traces, a->plain_ok, &m->up, a->libs_err,
+				sizeof(a->libs_err));
 }
 
 static int start_vfs(struct manager *m, void *p)
 {
-	const struct dc_config *cfg = ((struct start_args *)p)->cfg;
+	const struct start_args *a = p;
+	const struct dc_config *cfg = a->cfg;
 	struct probe_vfs_opts vo = {
 	    .mechanism = cfg->vfs_mechanism,
 	    .categories = cfg->vfs_categories,
 	    .max_keys = (unsigned)cfg->vfs_max_keys,
 	    .percpu = strcmp(cfg->map_layout, "shared") != 0,
+	    .plain_updates = a->plain_ok,
 	    .exclude_tgid = cfg->exclude_self ? (uint32_t)getpid() : 0,
 	    .filter = m->filter,
 	    .traces = m->traces,
@@ -1874,6 +1881,12 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 	/* slow attaches (thousands of functions, a big BTF) must not look like
 	 * a hang to systemd: extend the start (or reload) timeout */
 	sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
+	if (((fam & FAM_VFS) && cfg->vfs_enable) || ((fam & FAM_LIBS) && cfg->n_libs)) {
+		const char *why;
+
+		a.plain_ok = strcmp(cfg->map_updates, "atomic") != 0 &&
+			     preempt_allows_plain_updates(preempt_detect(&why));
+	}
 	if ((fam & FAM_SYSCALL) && cfg->traces_enable) {
 		char err[512];
 

@@ -45,6 +45,7 @@ struct dc_uprobe_multi_attr {
 struct probe_uprobe {
 	const struct dc_config *cfg; /* while attaching */
 	struct traces *traces;	     /* the ring its calls' events go to, or NULL */
+	bool plain_updates;
 	struct uprobe_bpf *skel;
 	struct dc_filter *filter;
 	enum mech mech;
@@ -213,8 +214,10 @@ static int try_mechanism(struct probe_uprobe *p, enum mech m)
 	if (!p->skel)
 		return -errno;
 	mech_release_image(p->skel->skeleton->data, p->skel->skeleton->data_sz);
-	/* atomic adds: threads of a process share keys and uprobes can nest */
-	p->skel->rodata->plain_updates = false;
+	/* plain adds where the kernel never preempts a program and each CPU
+	 * has its own values: a thread's uprobe program then runs to its end
+	 * before another's on that CPU, and none runs in interrupt context */
+	p->skel->rodata->plain_updates = p->plain_updates;
 	p->skel->rodata->agent_tgid = cfg->exclude_self ? (__u32)getpid() : 0;
 	r = traces_share(p->traces, p->skel->obj);
 	if (r < 0) {
@@ -405,8 +408,8 @@ static int find_funcs(struct probe_uprobe *p, size_t max, char *err, size_t errl
 	return 0;
 }
 
-int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, struct probe_uprobe **ret,
-		     char *err, size_t errlen)
+int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, bool plain_ok,
+		     struct probe_uprobe **ret, char *err, size_t errlen)
 {
 	_cleanup_(probe_uprobe_freep) struct probe_uprobe *p = calloc(1, sizeof(*p));
 	size_t max = (size_t)cfg->library_max_functions, off = 0;
@@ -417,6 +420,7 @@ int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, struct 
 		return -ENOMEM;
 	p->cfg = cfg;
 	p->traces = traces;
+	p->plain_updates = plain_ok && strcmp(cfg->map_layout, "shared") != 0;
 	p->err = err;
 	p->errlen = errlen;
 	p->agg.win.inner_fd[0] = p->agg.win.inner_fd[1] = -1;
@@ -442,8 +446,8 @@ int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, struct 
 		return r;
 	p->mech = (enum mech)r;
 	snprintf(p->detail + off, sizeof(p->detail) - off,
-		 "%s%zu functions in %d libraries; atomic updates", off ? "; " : "", p->n_funcs,
-		 cfg->n_libs);
+		 "%s%zu functions in %d libraries; %s updates", off ? "; " : "", p->n_funcs,
+		 cfg->n_libs, p->plain_updates ? "plain" : "atomic");
 	log_info("uprobes attached to %zu library functions (%s)", p->n_funcs, mech_names[p->mech]);
 	/* both the caller's: used while attaching only */
 	p->err = NULL;

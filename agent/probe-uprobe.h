@@ -21,9 +21,11 @@ struct probe_uprobe;
 
 /* Attach to every function the configured libraries' patterns select.
  * On a bad library or pattern: -errno and the reason in err. */
-/* traces: the ring its calls' events go to (traces_share()), or NULL. */
-int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, struct probe_uprobe **ret,
-		     char *err, size_t errlen);
+/* traces: the ring its calls' events go to (traces_share()), or NULL.
+ * plain_ok: the kernel never preempts a BPF program (preempt.h) and
+ * maps.updates is not "atomic": with per-CPU maps, plain adds. */
+int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, bool plain_ok,
+		     struct probe_uprobe **ret, char *err, size_t errlen);
 struct probe_uprobe *probe_uprobe_free(struct probe_uprobe *p);
 const char *probe_uprobe_detail(const struct probe_uprobe *p);
 /* "uprobe_multi" (one link per binary and direction, kernel 6.6+) or

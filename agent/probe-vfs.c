@@ -406,7 +406,11 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 		return -errno;
 	mech_release_image(skel->skeleton->data, skel->skeleton->data_sz);
 	p->skel = skel;
-	skel->rodata->plain_updates = false; /* VFS calls nest and run in any context */
+	/* plain adds only where no program can interleave with another on a
+	 * CPU's value: never preempted, and task context only (none of the
+	 * catalogued functions or events runs in interrupt context; a nested
+	 * call's program runs after the outer one's, never inside it) */
+	skel->rodata->plain_updates = o->percpu && o->plain_updates;
 	skel->rodata->agent_tgid = o->exclude_tgid;
 	r = traces_share(o->traces, skel->obj);
 	if (r < 0)
@@ -526,13 +530,14 @@ int probe_vfs_new(const struct probe_vfs_opts *o, struct probe_vfs **ret, char *
 		if (!r) {
 			p->mech = m;
 			off += (size_t)snprintf(
-			    p->detail + off, sizeof(p->detail) - off,
-			    "%s%u %s%s%s%s%s; atomic updates", off ? "; " : "", n,
+			    p->detail + off, sizeof(p->detail) - off, "%s%u %s%s%s%s%s; %s updates",
+			    off ? "; " : "", n,
 			    by_rows(m) ? "tracepoint functions (pairs timed, single events "
 					 "counted)"
 				       : "functions",
 			    skipped[0] ? ", not in this kernel: " : "", skipped,
-			    p->refused[0] ? ", refused: " : "", p->refused);
+			    p->refused[0] ? ", refused: " : "", p->refused,
+			    o->percpu && o->plain_updates ? "plain" : "atomic");
 			snprintf(detail, detail_len, "%s", p->detail);
 			*ret = TAKE_PTR(p);
 			return 0;

@@ -19,6 +19,9 @@ struct probe_vfs_opts {
 	    *categories; /* "vfs,ext4,..." (commas, spaces or newlines); NULL: the default set */
 	unsigned max_keys;
 	bool percpu;
+	/* plain adds (only with percpu): the kernel never preempts a BPF
+	 * program (preempt.h) and maps.updates is not "atomic" */
+	bool plain_updates;
 	uint32_t exclude_tgid;		/* 0: trace every process, the caller included */
 	const struct dc_filter *filter; /* filter.*; NULL: none */
 	struct traces *traces;		/* the ring for its calls' events; NULL: none */

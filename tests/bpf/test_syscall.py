@@ -761,6 +761,15 @@ def scenario_libraries(agent_bin, wl_bin, mechanism="auto"):
     mech = [p2["mechanism"] for r in agents for p2 in r["probes"] if p2["name"] == "libraries"]
     c.check(mech and all(x == want_mech for x in mech),
             "libraries probe reported as %s: %s" % (want_mech, sorted(set(mech))))
+    # the uprobe programs run in task context only: plain adds wherever the
+    # system-call programs have them (a kernel that never preempts a
+    # program, per-CPU maps), and the exact counts above hold with them
+    # (three threads on this host's CPUs, one key)
+    details = {p2["name"]: p2["detail"] for r in agents[:1] for p2 in r["probes"]}
+    sys_plain = "plain updates" in details.get("syscall", "")
+    c.eq("plain updates" in details.get("libraries", ""), sys_plain,
+         "the libraries' adds are plain where the system calls' are (%s)"
+         % details.get("libraries"))
     # return_without_entry / orphan_entries are inherent at attach: another
     # process already inside a probed libc call returns without a seen entry
     lost = sum(r["libraries"]["drops"][k] for r in agents for k in ("agg_map_full", "too_deep"))

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "preempt.h"
 #include "probe-uprobe.h"
 #include "vm-test.h"
 
@@ -69,6 +70,7 @@ int uprobe_vm_run(void)
 	struct dc_fn_drain d = {};
 	uint64_t count = 0, bytes = 0;
 	char err[512], self[256];
+	const char *why;
 	int r, status = -1, ok;
 	ssize_t n;
 	pid_t pid;
@@ -85,7 +87,9 @@ int uprobe_vm_run(void)
 	snprintf(cfg.libs[0].category, sizeof(cfg.libs[0].category), "vm");
 	snprintf(cfg.libs[0].functions, sizeof(cfg.libs[0].functions), "dc_vm_probed");
 	snprintf(cfg.libs[0].bytes, sizeof(cfg.libs[0].bytes), "dc_vm_probed");
-	r = probe_uprobe_new(&cfg, NULL, &p, err, sizeof(err));
+	/* plain adds where the agent would use them (this kernel's model) */
+	r = probe_uprobe_new(&cfg, NULL, preempt_allows_plain_updates(preempt_detect(&why)), &p,
+			     err, sizeof(err));
 	if (r < 0) {
 		printf("VMTEST %s FAIL attach: %s (%s)\n", name, err, strerror(-r));
 		return 1;

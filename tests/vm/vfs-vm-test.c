@@ -26,6 +26,7 @@
 
 #include "config.h"
 #include "datacrumbs/vfs.h"
+#include "preempt.h"
 #include "probe-syscall.h"
 #include "probe-vfs.h"
 #include "traces.h"
@@ -90,7 +91,13 @@ static long vfs_events(const char *raw, size_t len, const char *name)
 
 static int run(const char *mech)
 {
-	struct probe_vfs_opts o = {.mechanism = mech, .max_keys = 1024, .percpu = true};
+	const char *why;
+	/* plain adds where the agent would use them (this kernel's model) */
+	struct probe_vfs_opts o = {.mechanism = mech,
+				   .max_keys = 1024,
+				   .percpu = true,
+				   .plain_updates =
+				       preempt_allows_plain_updates(preempt_detect(&why))};
 	uint64_t wc, wb, rc, rb, oc, ob, lc[DC_LAYER_MAX][DC_TR_OUTCOMES];
 	struct dc_fn_drain d = {};
 	struct probe_vfs *p = NULL;
