@@ -1707,7 +1707,7 @@ static void families_stop(struct manager *m, unsigned fam)
 	if (fam & FAM_BLOCK)
 		m->blk = probe_block_free(m->blk);
 	/* the traces go with the syscall family, which the families sharing
-	 * them are stopped with (reload_changes()); last, as they hold the
+	 * them are stopped with (config_changes()); last, as they hold the
 	 * ring's maps too (a family still loaded keeps them alive) */
 	if (fam & FAM_SYSCALL)
 		m->traces = traces_free(m->traces);
@@ -1890,6 +1890,8 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 	if ((fam & FAM_SYSCALL) && cfg->traces_enable) {
 		char err[512];
 
+		/* none left by a stop that did not take the syscall family */
+		m->traces = traces_free(m->traces);
 		r = traces_new(cfg, NULL, &m->traces, err, sizeof(err));
 		if (r < 0)
 			return log_error_errno(r, "Cannot set up sampled traces: %s", err);
