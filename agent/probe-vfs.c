@@ -406,10 +406,13 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 		return -errno;
 	mech_release_image(skel->skeleton->data, skel->skeleton->data_sz);
 	p->skel = skel;
-	/* plain adds only where no program can interleave with another on a
-	 * CPU's value: never preempted, and task context only (none of the
-	 * catalogued functions or events runs in interrupt context; a nested
-	 * call's program runs after the outer one's, never inside it) */
+	/* plain adds on the window values only where no program can
+	 * interleave with another on a CPU's value: never preempted; a nested
+	 * call's program runs after its caller's, never inside it; and where a
+	 * run does land inside another's (fentry on bio_endio in an interrupt:
+	 * kprobes and tracepoints skip such nesting, bpf_prog_active) it is
+	 * another function's program, so another key. The loss counters,
+	 * which every program shares, stay atomic (func.bpf.h). */
 	skel->rodata->plain_updates = o->percpu && o->plain_updates;
 	skel->rodata->agent_tgid = o->exclude_tgid;
 	r = traces_share(o->traces, skel->obj);

@@ -371,7 +371,7 @@ int traces_share(struct traces *t, struct bpf_object *obj)
 				 * without traces when they cannot be had */
 				t->share_err = r;
 				log_warning_errno(r,
-						  "Cannot create the trace ring (%" PRIu64
+						  "Cannot set up the trace ring (%" PRIu64
 						  " bytes) and its maps (%m): sampled traces off",
 						  t->ring_bytes);
 			}

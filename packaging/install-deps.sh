@@ -19,6 +19,8 @@ test_pkgs=(python3 jq clang-format kcat qemu-system-x86 cpio zstd e2fsprogs libc
 test_pkgs+=(debootstrap systemd-container ansible python3-yaml procps)
 # chromium: the flame-graph SVG is rendered headless and screenshotted (tests/bpf/test_stacks.py)
 test_pkgs+=(chromium)
+# util-linux-extra: fincore, which checks a file is out of the page cache before a cold read
+test_pkgs+=(util-linux-extra)
 bench_pkgs=(bpftrace e2fsprogs mount)  # mount: losetup; e2fsprogs: mkfs.ext4 (layers_bench.py)
 # BCC, the original DataCrumbs' technology, compared in bench/suite.py; it compiles at run
 # time against kernel headers: Debian's stock ones when the running kernel has none

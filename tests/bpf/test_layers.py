@@ -255,8 +255,11 @@ def main():
     # agent takes the submitting task's cgroup
     with open(os.path.join(os.path.dirname(cg.path), "cgroup.controllers")) as f:
         io_v2 = "io" in f.read().split()
+    # (a fsync's writeback is charged to the writer's cgroup only where the
+    # memory controller is enabled there too: cgroup writeback)
     with open(os.path.join(os.path.dirname(cg.path), "cgroup.subtree_control")) as f:
-        io_here = not io_v2 or "io" in f.read().split()
+        sub = f.read().split()
+    io_here = not io_v2 or ("io" in sub and "memory" in sub)
 
     def layers(rs):
         return {"functions": {k for r in rs for k in r.get("functions", {}) if k in own},

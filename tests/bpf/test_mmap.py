@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import Agent, Checks, check_schema, require_root  # noqa: E402
+from agentlib import Agent, Checks, check_schema, evict, require_root  # noqa: E402
 
 SIZE, WSIZE = 8 << 20, 4 << 20
 
@@ -75,9 +75,7 @@ def main():
               % ("auto" if mech == "off" else mech, "faults = false; " if mech == "off" else ""))
     try:
         pids = {"none": run(load, "none"), "cached": run(load, "read", src)}
-        fd = os.open(src, os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(fd)
+        c.eq(evict(src), 0, "the file is evicted before the evicted read (bytes resident)")
         pids["evicted"] = run(load, "read", src)
         pids["write"] = run(load, "write", dst, str(WSIZE))
     finally:
