@@ -75,6 +75,11 @@ def main():
     for c in ("empty", "minagg", "default"):
         if not bc.get(c) or not all(number(x) and x > 0 for x in bc[c]):
             fails.append("BPF time per call of %s in tmpfs-4k: %r" % (c, bc.get(c)))
+    dp = r["figures"].get("dispatch")
+    if not dp or len(dp) < 5 or not all(number(x) for x in dp):
+        fails.append("the dispatch's paired runs: %r" % dp)
+    if "\ndispatch: the 4 KiB loop under empty less untraced, back to back, " not in out:
+        fails.append("the dispatch's paired runs not printed")
     er = r["figures"].get("bpf_run", {}).get("empty")
     if not er or not all(number(x) and x > 0 for x in er):
         fails.append("BPF time per run of the empty programs: %r" % er)
