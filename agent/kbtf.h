@@ -29,5 +29,8 @@ int btf_has_string(const void *btf, size_t len, const char *name);
 /* The same for the running kernel's /sys/kernel/btf/vmlinux (its header
  * and string section read, not its types); -errno when it cannot be read. */
 int kernel_btf_has_string(const char *name);
+/* Whether it has every one of names, its string section read once: 1, 0,
+ * or -errno. */
+int kernel_btf_has_strings(const char *const *names, size_t count);
 
 #endif

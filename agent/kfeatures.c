@@ -102,7 +102,7 @@ static ssize_t pread_full(int fd, void *buf, size_t len, off_t off)
 	return (ssize_t)got;
 }
 
-int kernel_btf_has_string(const char *name)
+int kernel_btf_has_strings(const char *const *names, size_t count)
 {
 	_cleanup_close_ int fd = open("/sys/kernel/btf/vmlinux", O_RDONLY | O_CLOEXEC);
 	_cleanup_free_ char *strs = NULL;
@@ -126,5 +126,13 @@ int kernel_btf_has_string(const char *name)
 	n = pread_full(fd, strs, slen, (off_t)off);
 	if (n != (ssize_t)slen)
 		return n < 0 ? -errno : -EIO;
-	return btf_strings_have(strs, slen, name);
+	for (size_t i = 0; i < count; i++)
+		if (!btf_strings_have(strs, slen, names[i]))
+			return 0;
+	return 1;
+}
+
+int kernel_btf_has_string(const char *name)
+{
+	return kernel_btf_has_strings(&name, 1);
 }

@@ -1716,11 +1716,20 @@ static void families_stop(struct manager *m, unsigned fam)
 /* What a family's start needs besides the manager; filled in by the thread. */
 struct start_args {
 	const struct dc_config *cfg;
-	/* task-context programs may use plain adds on per-CPU values: the
-	 * kernel never preempts them (preempt.h), maps.updates allows it */
-	bool plain_ok;
 	char libs_err[1024];
 };
+
+/* Whether task-context programs may use plain adds on per-CPU values: the
+ * kernel never preempts them (preempt.h), and maps.updates allows it. In
+ * the family's own thread: the model's sources (debugfs, or the kernel's
+ * gzipped config) are read off the start's critical path. */
+static bool plain_ok(const struct dc_config *cfg)
+{
+	const char *why;
+
+	return strcmp(cfg->map_updates, "atomic") != 0 &&
+	       preempt_allows_plain_updates(preempt_detect(&why));
+}
 
 static int start_syscall(struct manager *m, void *p)
 {
@@ -1731,7 +1740,7 @@ static int start_libs(struct manager *m, void *p)
 {
 	struct start_args *a = p;
 
-	return probe_uprobe_new(a->cfg, m->traces, a->plain_ok, &m->up, a->libs_err,
+	return probe_uprobe_new(a->cfg, m->traces, plain_ok(a->cfg), &m->up, a->libs_err,
 				sizeof(a->libs_err));
 }
 
@@ -1744,7 +1753,7 @@ static int start_vfs(struct manager *m, void *p)
 	    .categories = cfg->vfs_categories,
 	    .max_keys = (unsigned)cfg->vfs_max_keys,
 	    .percpu = strcmp(cfg->map_layout, "shared") != 0,
-	    .plain_updates = a->plain_ok,
+	    .plain_updates = plain_ok(cfg),
 	    .exclude_tgid = cfg->exclude_self ? (uint32_t)getpid() : 0,
 	    .filter = m->filter,
 	    .traces = m->traces,
@@ -1881,12 +1890,6 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 	/* slow attaches (thousands of functions, a big BTF) must not look like
 	 * a hang to systemd: extend the start (or reload) timeout */
 	sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000");
-	if (((fam & FAM_VFS) && cfg->vfs_enable) || ((fam & FAM_LIBS) && cfg->n_libs)) {
-		const char *why;
-
-		a.plain_ok = strcmp(cfg->map_updates, "atomic") != 0 &&
-			     preempt_allows_plain_updates(preempt_detect(&why));
-	}
 	if ((fam & FAM_SYSCALL) && cfg->traces_enable) {
 		char err[512];
 

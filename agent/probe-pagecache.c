@@ -59,19 +59,17 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct probe_pagecache *, probe_pagecache_free);
 static bool has_fault_events(enum mech m)
 {
 	static const char *const events[] = {"mm_filemap_fault", "mm_filemap_map_pages"};
+	/* their tp_btf targets: one read of the BTF's strings for both */
+	static const char *const btf[] = {"btf_trace_mm_filemap_fault",
+					  "btf_trace_mm_filemap_map_pages"};
 	char path[256];
 
+	if (m == MECH_TP_BTF)
+		return kernel_btf_has_strings(btf, ELEMENTSOF(btf)) == 1;
 	for (size_t i = 0; i < ELEMENTSOF(events); i++) {
-		if (m == MECH_TP_BTF) {
-			snprintf(path, sizeof(path), "btf_trace_%s", events[i]);
-			if (kernel_btf_has_string(path) != 1)
-				return false;
-		} else {
-			snprintf(path, sizeof(path), "%s/filemap/%s", tracefs_events_dir(),
-				 events[i]);
-			if (access(path, F_OK))
-				return false;
-		}
+		snprintf(path, sizeof(path), "%s/filemap/%s", tracefs_events_dir(), events[i]);
+		if (access(path, F_OK))
+			return false;
 	}
 	return true;
 }
