@@ -43,3 +43,15 @@ int btf_has_string(const void *btf, size_t len, const char *name)
 		return -EINVAL;
 	return btf_strings_have((const char *)btf + off, slen, name);
 }
+
+bool kallsyms_line_names(const char *line, const char *name)
+{
+	const char *p = strchr(line, ' ');
+	size_t n = strlen(name);
+
+	/* "address type name", then a tab and "[module]" for a module's */
+	if (!p || !(p = strchr(p + 1, ' ')))
+		return false;
+	p++;
+	return n && !strncmp(p, name, n) && (p[n] == '\n' || p[n] == '\t' || p[n] == '\0');
+}

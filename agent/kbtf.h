@@ -33,4 +33,13 @@ int kernel_btf_has_string(const char *name);
  * or -errno. */
 int kernel_btf_has_strings(const char *const *names, size_t count);
 
+/* Whether a line of /proc/kallsyms names the symbol name. */
+bool kallsyms_line_names(const char *line, const char *name);
+
+/* Whether /proc/kallsyms lists name: 1, 0, or -errno. The verifier finds
+ * a program's typed kernel variables there, so a data symbol missing from
+ * it (a kernel without CONFIG_KALLSYMS_ALL) cannot be read by a program
+ * even where the kernel's BTF names it. */
+int kernel_has_symbol(const char *name);
+
 #endif

@@ -136,3 +136,16 @@ int kernel_btf_has_string(const char *name)
 {
 	return kernel_btf_has_strings(&name, 1);
 }
+
+int kernel_has_symbol(const char *name)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/kallsyms", "re");
+	char line[1024];
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (kallsyms_line_names(line, name))
+			return 1;
+	return ferror(f) ? -EIO : 0;
+}

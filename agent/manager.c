@@ -1074,6 +1074,12 @@ static int manager_close_window(struct manager *m)
 	st.file_slots_reclaimed_exited = fres.slots_reclaimed_exited;
 	st.file_unattributed = &fres.overflow;
 	memcpy(st.vfs_counters, vres.counters, sizeof(st.vfs_counters));
+	/* tgid 0, cgroup 0: calls in interrupt context (bpf/func.bpf.h); the
+	 * features are written, so their buffer is free again */
+	if (m->vfs) {
+		st.n_vfs_interrupts = fn_stats_for(m, &vres, 0, 0, 0, vfs_feature);
+		st.vfs_interrupts = m->libstats;
+	}
 	memcpy(st.pc_counters, pres.counters, sizeof(st.pc_counters));
 	st.pc_recursion_misses = pres.recursion_misses;
 	st.pc_unattributed = pres.overflow;

@@ -12,6 +12,7 @@
 
 #include "datacrumbs/vfs.h"
 #include "filter.h"
+#include "kbtf.h"
 #include "macro.h"
 #include "mechanism.h"
 #include "probe-vfs.h"
@@ -146,6 +147,11 @@ struct kernel_btf {
 	bool loaded;
 	bool have[DC_VFS_MAX];
 	__s32 probe_id; /* a catalogued function's BTF id in vmlinux, for the fentry probe */
+	/* x86: the per-CPU variable holding the preempt count, as the kernel's
+	 * BTF names it (__preempt_count; pcpu_hot from 6.2 to 6.14), or NULL */
+	const char *preempt_var;
+	int irq_known; /* irq_unknown() asked: 1, and irq_why its answer */
+	const char *irq_why;
 };
 
 static int by_name(const void *a, const void *b)
@@ -167,6 +173,14 @@ static void kernel_btf_scan(struct kernel_btf *k, const struct btf *b, const uns
 		const struct btf_type *t = btf__type_by_id(b, id);
 		const unsigned *i;
 
+		if (vmlinux && btf_is_var(t) && !k->preempt_var) {
+			const char *name = btf__name_by_offset(b, t->name_off);
+
+			if (!strcmp(name, "__preempt_count"))
+				k->preempt_var = "__preempt_count";
+			else if (!strcmp(name, "pcpu_hot"))
+				k->preempt_var = "pcpu_hot";
+		}
 		if (!btf_is_func(t))
 			continue;
 		i = bsearch(btf__name_by_offset(b, t->name_off), order, DC_VFS_MAX, sizeof(*order),
@@ -212,6 +226,38 @@ static void kernel_btf_load(struct kernel_btf *k)
 	if (d)
 		closedir(d);
 	btf__free(vmlinux);
+}
+
+/*
+ * Why the programs of a function that may run in interrupts
+ * (DC_VFS_MAY_IRQ) cannot tell interrupt context from task context on
+ * this kernel, or NULL when they can. They read the preempt count: on x86
+ * a per-CPU variable, which the verifier places through /proc/kallsyms;
+ * arm64 keeps it in the task. Asked once, and only when such a function is
+ * selected: the kallsyms read is about 120,000 lines.
+ */
+static const char *irq_unknown(struct kernel_btf *k)
+{
+#if defined(__x86_64__)
+	int r;
+
+	if (k->irq_known)
+		return k->irq_why;
+	k->irq_known = 1;
+	if (!k->preempt_var)
+		return k->irq_why = "the kernel's BTF names no preempt count (__preempt_count, "
+				    "pcpu_hot)";
+	r = kernel_has_symbol(k->preempt_var);
+	if (r < 0)
+		k->irq_why = "cannot read /proc/kallsyms";
+	else if (!r)
+		k->irq_why = "its preempt count is not in /proc/kallsyms (a kernel without "
+			     "CONFIG_KALLSYMS_ALL), where the verifier finds it";
+	return k->irq_why;
+#else
+	(void)k;
+	return NULL;
+#endif
 }
 
 /*
@@ -355,11 +401,15 @@ static int attach_one(struct probe_vfs *p, enum mech m, unsigned i, struct bpf_l
 		LIBBPF_OPTS(bpf_kprobe_opts, ko,
 			    .bpf_cookie = i | (funcs[i].bytes ? DC_FN_COOKIE_BYTES : 0));
 
+		bool irq = DC_VFS_MAY_IRQ(i);
+
 		ko.retprobe = true;
-		l[1] = bpf_program__attach_kprobe_opts(skel->progs.dc_vfs_kretprobe, funcs[i].name,
-						       &ko);
+		l[1] = bpf_program__attach_kprobe_opts(irq ? skel->progs.dc_vfs_kretprobe_irq
+							   : skel->progs.dc_vfs_kretprobe,
+						       funcs[i].name, &ko);
 		ko.retprobe = false;
-		l[0] = l[1] ? bpf_program__attach_kprobe_opts(skel->progs.dc_vfs_kprobe,
+		l[0] = l[1] ? bpf_program__attach_kprobe_opts(irq ? skel->progs.dc_vfs_kprobe_irq
+								  : skel->progs.dc_vfs_kprobe,
 							      funcs[i].name, &ko)
 			    : NULL;
 	} else {
@@ -389,7 +439,7 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 			 struct kernel_btf *k, unsigned *attached, char *skipped, size_t sklen)
 {
 	struct vfs_bpf *skel;
-	bool have[DC_VFS_MAX];
+	bool have[DC_VFS_MAX], no_irq[DC_VFS_MAX], irq_progs = false;
 	bool rows = by_rows(m);
 	unsigned n = rows ? ELEMENTSOF(tps) : DC_VFS_MAX;
 	size_t off = 0;
@@ -426,6 +476,13 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	for (unsigned i = 0; i < DC_VFS_MAX; i++) {
 		/* a function this kernel lacks (or inlined away) is skipped, not fatal */
 		have[i] = p->selected[i] && k->have[i];
+		/* one that may run in interrupts, where they cannot be told
+		 * apart: left out, its calls would go to whichever task they
+		 * interrupted (noted at attach, below) */
+		no_irq[i] = !rows && have[i] && DC_VFS_MAY_IRQ(i) && irq_unknown(k);
+		if (no_irq[i])
+			have[i] = false;
+		irq_progs |= have[i] && DC_VFS_MAY_IRQ(i);
 		bpf_program__set_autoload(prog_of(skel, "dc_fentry_", i),
 					  m == MECH_FENTRY && have[i]);
 		bpf_program__set_autoload(prog_of(skel, "dc_fexit_", i),
@@ -433,6 +490,8 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	}
 	bpf_program__set_autoload(skel->progs.dc_vfs_kprobe, m == MECH_KPROBE);
 	bpf_program__set_autoload(skel->progs.dc_vfs_kretprobe, m == MECH_KPROBE);
+	bpf_program__set_autoload(skel->progs.dc_vfs_kprobe_irq, m == MECH_KPROBE && irq_progs);
+	bpf_program__set_autoload(skel->progs.dc_vfs_kretprobe_irq, m == MECH_KPROBE && irq_progs);
 	bpf_program__set_autoload(skel->progs.dc_vfs_tp_enter, m == MECH_TRACEPOINT);
 	bpf_program__set_autoload(skel->progs.dc_vfs_tp_exit, m == MECH_TRACEPOINT);
 	bpf_program__set_autoload(skel->progs.dc_vfs_tp_event, m == MECH_TRACEPOINT);
@@ -471,6 +530,14 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 			if (!p->selected[i])
 				continue;
 			name = funcs[i].name;
+			if (no_irq[i]) {
+				char what[256];
+
+				snprintf(what, sizeof(what), "%s (interrupt context not told: %s)",
+					 name, irq_unknown(k));
+				note(p->refused, sizeof(p->refused), &p->refused_off, what);
+				continue;
+			}
 			if (!have[i]) {
 				note(skipped, sklen, &off, name);
 				continue;

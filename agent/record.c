@@ -498,7 +498,10 @@ static const char *const counter_names[DC_CNT_MAX] = {
     [DC_CNT_NOT_RESTARTED] = "interrupted_not_restarted",
 };
 
-static void fn_drops(struct dc_json *j, const char *family, const uint64_t *c)
+/* irq: the family's calls in interrupt context, listed (maybe none) when
+ * the family can see such calls at all (the VFS layer) */
+static void fn_drops(struct dc_json *j, const char *family, const uint64_t *c, bool irq_seen,
+		     const struct dc_lib_stat *irq, size_t n_irq)
 {
 	json_key(j, family);
 	json_obj_begin(j);
@@ -515,6 +518,8 @@ static void fn_drops(struct dc_json *j, const char *family, const uint64_t *c)
 	json_key(j, "orphan_entries");
 	json_u64(j, c[DC_FN_CNT_ORPHAN]);
 	json_obj_end(j);
+	if (irq_seen)
+		stat_objects(j, "interrupts", irq, n_irq);
 	json_obj_end(j);
 }
 
@@ -706,9 +711,9 @@ void record_agent(struct dc_buf *b, const struct dc_record_ctx *ctx, const struc
 	}
 
 	if (s->libraries)
-		fn_drops(&j, "libraries", s->up_counters);
+		fn_drops(&j, "libraries", s->up_counters, false, NULL, 0);
 	if (s->vfs)
-		fn_drops(&j, "vfs", s->vfs_counters);
+		fn_drops(&j, "vfs", s->vfs_counters, true, s->vfs_interrupts, s->n_vfs_interrupts);
 
 	if (s->uring) {
 		const struct dc_lib_stat *u = &s->ur_unattributed;

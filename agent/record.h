@@ -129,6 +129,9 @@ struct dc_agent_stats {
 	uint64_t up_counters[DC_FN_CNT_MAX];
 	bool vfs;
 	uint64_t vfs_counters[DC_FN_CNT_MAX];
+	/* catalogued functions run in interrupt context, no process's */
+	const struct dc_lib_stat *vfs_interrupts;
+	size_t n_vfs_interrupts;
 	bool uring;
 	uint64_t ur_counters[DC_UR_CNT_MAX];
 	uint64_t ur_recursion_misses;

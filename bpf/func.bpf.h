@@ -35,6 +35,78 @@ struct {
 
 DC_COUNTERS(fn_counters, DC_FN_CNT_MAX);
 
+/*
+ * Interrupt context. A catalogued function can run in an interrupt: the
+ * bio category's bio_endio completes requests in the block softirq or a
+ * device's hardirq. It then runs on whatever task it interrupted, whose
+ * stack of entries, process and cgroup are not its own; under fentry its
+ * program can even land between another program's reads and writes of
+ * that stack. Such calls belong to no process: charged to tgid 0 and
+ * cgroup 0, timed on a per-CPU stack per interrupt level (softirq,
+ * hardirq, NMI), as a level does not nest within itself on one CPU.
+ *
+ * Only the programs of functions that may run there pass may_irq, a
+ * constant: the others pay nothing, and do not name the preempt count's
+ * symbol, which a verifier refuses where /proc/kallsyms lacks data
+ * symbols (no CONFIG_KALLSYMS_ALL): the agent then leaves those functions
+ * out, saying why (agent/probe-vfs.c).
+ */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 3); /* softirq, hardirq, NMI */
+	__type(key, __u32);
+	__type(value, struct dc_fn_stack);
+} fn_irq_stack SEC(".maps");
+
+/* The CPU's preempt count: a per-CPU variable on x86 (in struct pcpu_hot
+ * from 6.2 to 6.14), the task's thread_info on arm64. Both weak, so that
+ * the object loads whichever the kernel has; where its BTF names neither,
+ * the agent does not load these functions' programs. */
+extern const int __preempt_count __ksym __weak;
+struct pcpu_hot___dc {
+	int preempt_count;
+} __attribute__((preserve_access_index));
+extern struct pcpu_hot___dc pcpu_hot __ksym __weak;
+
+#define DC_SOFTIRQ_OFFSET 0x100 /* serving a softirq, not only BH disabled */
+#define DC_HARDIRQ_MASK	  0xf0000
+#define DC_NMI_MASK	  0xf00000
+
+/* 0 in task context, else the level: 1 softirq, 2 hardirq, 3 NMI */
+static __always_inline __u32 dc_irq_level(void)
+{
+	int pc = 0;
+
+#if defined(__TARGET_ARCH_x86)
+	if (&pcpu_hot)
+		pc = ((struct pcpu_hot___dc *)bpf_this_cpu_ptr(&pcpu_hot))->preempt_count;
+	else if (&__preempt_count)
+		pc = *(const int *)bpf_this_cpu_ptr(&__preempt_count);
+#elif defined(__TARGET_ARCH_arm64)
+	pc = (int)bpf_get_current_task_btf()->thread_info.preempt_count;
+#endif
+	if (pc & DC_NMI_MASK)
+		return 3;
+	if (pc & DC_HARDIRQ_MASK)
+		return 2;
+	return pc & DC_SOFTIRQ_OFFSET ? 1 : 0;
+}
+
+/* The interrupt level's stack, NULL in task context. */
+static __always_inline struct dc_fn_stack *fn_irq_stack_of(bool may_irq)
+{
+	__u32 level;
+
+	if (!may_irq)
+		return NULL;
+	level = dc_irq_level();
+	if (!level)
+		return NULL;
+	level--;
+	return bpf_map_lookup_elem(&fn_irq_stack, &level);
+}
+
 /* Atomic whatever plain_updates says: one array serves every program of
  * the object, and under fentry (one program per function, each guarded
  * against itself only) a catalogued function that completes in interrupt
@@ -60,12 +132,15 @@ static __always_inline void fn_no_entry(struct task_struct *task)
 		count(DC_FN_CNT_NO_ENTRY);
 }
 
-static __always_inline void fn_entry(__u32 func)
+static __always_inline void fn_entry(__u32 func, bool may_irq)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct dc_fn_stack *st;
+	struct dc_fn_stack *st = fn_irq_stack_of(may_irq);
 	__u32 d;
 
+	/* no process in an interrupt: none to leave out, by either test */
+	if (st)
+		goto push;
 	/* the task is a typed pointer in every program type (uprobe, kprobe,
 	 * fentry, raw_tp, tracepoint): plain loads, no probe-read call */
 	if (task->tgid == agent_tgid)
@@ -77,6 +152,7 @@ static __always_inline void fn_entry(__u32 func)
 	st = bpf_task_storage_get(&fn_stack, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st)
 		return;
+push:
 	d = st->depth;
 	if (d >= DC_FN_DEPTH) {
 		count(DC_FN_CNT_TOO_DEEP);
@@ -88,25 +164,35 @@ static __always_inline void fn_entry(__u32 func)
 	st->depth = d + 1;
 }
 
-/* func: the function's index; bytes: its return value is a byte count */
-static __always_inline void fn_return(long ret, __u32 func, bool bytes)
+/* func: the function's index; bytes: its return value is a byte count;
+ * may_irq: the function may run in interrupt context (above) */
+static __always_inline void fn_return(long ret, __u32 func, bool bytes, bool may_irq)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 now = bpf_ktime_get_ns(), lat;
+	struct dc_fn_stack *st = fn_irq_stack_of(may_irq);
+	bool irq = st != NULL;
 	struct dc_fn_key k = {};
-	struct dc_fn_stack *st;
 	struct dc_fn_val *v;
 	__u64 start;
 	__u32 d;
 	bool inserted;
 
-	k.tgid = task->tgid;
-	if (k.tgid == agent_tgid)
-		return;
-	st = bpf_task_storage_get(&fn_stack, task, 0, 0);
-	if (!st || !st->depth) {
-		fn_no_entry(task);
-		return;
+	if (irq) {
+		/* tgid and cgroup_id stay 0: no process */
+		if (!st->depth) {
+			count(DC_FN_CNT_NO_ENTRY);
+			return;
+		}
+	} else {
+		k.tgid = task->tgid;
+		if (k.tgid == agent_tgid)
+			return;
+		st = bpf_task_storage_get(&fn_stack, task, 0, 0);
+		if (!st || !st->depth) {
+			fn_no_entry(task);
+			return;
+		}
 	}
 	d = st->depth;
 	if (d > DC_FN_DEPTH) {
@@ -124,7 +210,10 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes)
 			if (found < 0 && i < (int)d && st->func[i] == func)
 				found = i;
 		if (found < 0) {
-			fn_no_entry(task);
+			if (irq)
+				count(DC_FN_CNT_NO_ENTRY);
+			else
+				fn_no_entry(task);
 			return;
 		}
 		for (int i = 0; i < DC_FN_DEPTH; i++)
@@ -135,14 +224,15 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes)
 		lat = now - start;
 	}
 
-	k.cgroup_id = dc_task_cgroup_id(task);
+	if (!irq)
+		k.cgroup_id = dc_task_cgroup_id(task);
 	k.func = func;
 	if (traces_on) {
 		struct trace_layer_call t = {
 		    .layer = DC_FN_LAYER,
 		    .op = func,
 		    .pid = k.tgid,
-		    .tid = task->pid,
+		    .tid = irq ? 0 : task->pid,
 		    .ts = start,
 		    .lat = lat,
 		    .cgroup_id = k.cgroup_id,
@@ -150,7 +240,8 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes)
 		    .ret = ret,
 		};
 
-		trace_layer_call(&t, trace_layer_policy(k.cgroup_id));
+		trace_layer_call(&t,
+				 irq ? trace_layer_policy_none() : trace_layer_policy(k.cgroup_id));
 	}
 	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
 	if (!v) {

@@ -98,6 +98,16 @@ static __always_inline int trace_layer_policy(__u64 cgroup_id)
 	return full_workload(c, cgroup_id) ? DC_TEV_FULL : 0;
 }
 
+/* The same for a call that is no process's (an interrupt's): never part
+ * of a workload traced in full, whatever task it interrupted. */
+static __always_inline int trace_layer_policy_none(void)
+{
+	__u32 zero = 0;
+	struct dc_trace_cfg *c = bpf_map_lookup_elem(&trace_cfg, &zero);
+
+	return !c || c->mode == DC_TRACE_OFF ? -1 : 0;
+}
+
 struct trace_layer_call {
 	__u32 layer, op;
 	__u32 pid, tid;

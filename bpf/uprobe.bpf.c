@@ -17,7 +17,7 @@
 SEC("uprobe")
 int BPF_KPROBE(dc_up_entry)
 {
-	fn_entry((__u32)bpf_get_attach_cookie(ctx));
+	fn_entry((__u32)bpf_get_attach_cookie(ctx), false);
 	return 0;
 }
 
@@ -26,7 +26,7 @@ int BPF_KRETPROBE(dc_up_return, long ret)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 
-	fn_return(ret, (__u32)cookie, cookie & DC_FN_COOKIE_BYTES);
+	fn_return(ret, (__u32)cookie, cookie & DC_FN_COOKIE_BYTES, false);
 	return 0;
 }
 

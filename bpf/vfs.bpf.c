@@ -20,39 +20,44 @@
 
 /* fexit reads the return value with bpf_get_func_ret(), so one macro serves
  * functions of any arity */
-#define DC_VFS_FENTRY(name, cat, bytes)                     \
-	SEC("fentry/" #name)                                \
-	int dc_fentry_##name(void *ctx)                     \
-	{                                                   \
-		fn_entry(DC_VFS_##name);                    \
-		return 0;                                   \
-	}                                                   \
-	SEC("fexit/" #name)                                 \
-	int dc_fexit_##name(void *ctx)                      \
-	{                                                   \
-		__u64 ret = 0;                              \
-                                                            \
-		bpf_get_func_ret(ctx, &ret);                \
-		fn_return((long)ret, DC_VFS_##name, bytes); \
-		return 0;                                   \
+#define DC_VFS_FENTRY(name, cat, bytes)                                                    \
+	SEC("fentry/" #name)                                                               \
+	int dc_fentry_##name(void *ctx)                                                    \
+	{                                                                                  \
+		fn_entry(DC_VFS_##name, DC_VFS_MAY_IRQ(DC_VFS_##name));                    \
+		return 0;                                                                  \
+	}                                                                                  \
+	SEC("fexit/" #name)                                                                \
+	int dc_fexit_##name(void *ctx)                                                     \
+	{                                                                                  \
+		__u64 ret = 0;                                                             \
+                                                                                           \
+		bpf_get_func_ret(ctx, &ret);                                               \
+		fn_return((long)ret, DC_VFS_##name, bytes, DC_VFS_MAY_IRQ(DC_VFS_##name)); \
+		return 0;                                                                  \
 	}
 DC_VFS_FUNCS(DC_VFS_FENTRY)
 
-SEC("kprobe")
-int BPF_KPROBE(dc_vfs_kprobe)
-{
-	fn_entry((__u32)bpf_get_attach_cookie(ctx));
-	return 0;
-}
-
-SEC("kretprobe")
-int BPF_KRETPROBE(dc_vfs_kretprobe, long ret)
-{
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-
-	fn_return(ret, (__u32)cookie, cookie & DC_FN_COOKIE_BYTES);
-	return 0;
-}
+/* One pair for every function that runs in task context only, one for
+ * those that may run in interrupts (func.bpf.h): the agent attaches each
+ * function to its pair. */
+#define DC_VFS_KPROBES(suffix, may_irq)                                             \
+	SEC("kprobe")                                                               \
+	int BPF_KPROBE(dc_vfs_kprobe##suffix)                                       \
+	{                                                                           \
+		fn_entry((__u32)bpf_get_attach_cookie(ctx), may_irq);               \
+		return 0;                                                           \
+	}                                                                           \
+	SEC("kretprobe")                                                            \
+	int BPF_KRETPROBE(dc_vfs_kretprobe##suffix, long ret)                       \
+	{                                                                           \
+		__u64 cookie = bpf_get_attach_cookie(ctx);                          \
+                                                                                    \
+		fn_return(ret, (__u32)cookie, cookie &DC_FN_COOKIE_BYTES, may_irq); \
+		return 0;                                                           \
+	}
+DC_VFS_KPROBES(, false)
+DC_VFS_KPROBES(_irq, true)
 
 /*
  * The file systems' tracepoints: one program per role attached to many
@@ -63,24 +68,24 @@ int BPF_KRETPROBE(dc_vfs_kretprobe, long ret)
  * program runs and whose links are released without waiting out grace
  * periods under the kernel's event_mutex (25 perf-event links took 1.9 s).
  */
-#define DC_VFS_TP_PROGS(sec, prefix)                                    \
-	SEC(sec)                                                        \
-	int prefix##_enter(void *ctx)                                   \
-	{                                                               \
-		fn_entry((__u32)bpf_get_attach_cookie(ctx));            \
-		return 0;                                               \
-	}                                                               \
-	SEC(sec)                                                        \
-	int prefix##_exit(void *ctx)                                    \
-	{                                                               \
-		fn_return(0, (__u32)bpf_get_attach_cookie(ctx), false); \
-		return 0;                                               \
-	}                                                               \
-	SEC(sec)                                                        \
-	int prefix##_event(void *ctx)                                   \
-	{                                                               \
-		fn_event((__u32)bpf_get_attach_cookie(ctx));            \
-		return 0;                                               \
+#define DC_VFS_TP_PROGS(sec, prefix)                                           \
+	SEC(sec)                                                               \
+	int prefix##_enter(void *ctx)                                          \
+	{                                                                      \
+		fn_entry((__u32)bpf_get_attach_cookie(ctx), false);            \
+		return 0;                                                      \
+	}                                                                      \
+	SEC(sec)                                                               \
+	int prefix##_exit(void *ctx)                                           \
+	{                                                                      \
+		fn_return(0, (__u32)bpf_get_attach_cookie(ctx), false, false); \
+		return 0;                                                      \
+	}                                                                      \
+	SEC(sec)                                                               \
+	int prefix##_event(void *ctx)                                          \
+	{                                                                      \
+		fn_event((__u32)bpf_get_attach_cookie(ctx));                   \
+		return 0;                                                      \
 	}
 
 DC_VFS_TP_PROGS("tracepoint", dc_vfs_tp)

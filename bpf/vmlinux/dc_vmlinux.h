@@ -81,6 +81,7 @@ struct thread_info {
 #else
 struct thread_info {
 	unsigned long flags;
+	u64 preempt_count; /* arm64: the count in its low half (little-endian) */
 };
 #endif
 struct task_struct {

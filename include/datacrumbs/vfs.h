@@ -108,6 +108,11 @@ enum dc_vfs_func {
 	    DC_VFS_MAX,
 };
 
+/* The catalogued functions that may run in interrupt context, as
+ * completions do: timed per interrupt level and charged to no process
+ * (bpf/func.bpf.h). The others run in task context only. */
+#define DC_VFS_MAY_IRQ(func) ((func) == DC_VFS_bio_endio)
+
 /*
  * Tracepoints that cover a catalogued function where the kernel allows
  * neither fentry nor kprobes. A pair times the function (entry and exit

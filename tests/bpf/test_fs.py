@@ -65,6 +65,12 @@ def run(c, agent_bin, mechanism):
             "%s: the layer attached (%s)" % (mechanism, mech))
     detail = vfs[0]["detail"] if vfs else ""
     print("vfs probe: %s" % detail)
+    # no function of these categories runs in interrupt context: the list
+    # is there, empty (the VM test proves bio_endio's, which lands there)
+    irq = [r["vfs"].get("interrupts") for r in agents]
+    c.check(agents and all(i == {} for i in irq),
+            "%s: every agent record lists the layer's calls in interrupts, none here (%s)"
+            % (mechanism, irq[:3]))
     got = {}
     for r in recs:
         if r["type"] == "features" and r["pid"] == pid:

@@ -49,5 +49,18 @@ int main(void)
 	CHECK(btf_has_string(b, n, "int") == -EINVAL, "bad magic");
 	b[0] ^= 0xff;
 	CHECK(btf_has_string(b, n - 1, "int") == -EINVAL, "a string section past the end");
+	CHECK(kallsyms_line_names("ffffffff82a14ec8 D __preempt_count\n", "__preempt_count"),
+	      "a kallsyms line names its symbol");
+	CHECK(kallsyms_line_names("0000000000000000 D pcpu_hot\n", "pcpu_hot"),
+	      "with its address hidden (kptr_restrict) too");
+	CHECK(kallsyms_line_names("ffffffffc0a01000 t ext4_sync_file\t[ext4]\n", "ext4_sync_file"),
+	      "and a module's, before its tab");
+	CHECK(!kallsyms_line_names("ffffffff82a14ec8 D __preempt_count_x\n", "__preempt_count"),
+	      "a longer symbol is not the symbol");
+	CHECK(!kallsyms_line_names("ffffffff82a14ec8 D x__preempt_count\n", "__preempt_count"),
+	      "nor one it ends");
+	CHECK(!kallsyms_line_names("garbage\n", "garbage"), "a line without its three fields");
+	CHECK(!kallsyms_line_names("ffffffff82a14ec8 D \n", ""),
+	      "the empty name is never asked for");
 	return tap_done();
 }

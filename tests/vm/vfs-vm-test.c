@@ -17,10 +17,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -32,8 +37,9 @@
 #include "traces.h"
 #include "vm-test.h"
 
-#define N  100
-#define SZ 4096
+#define N     100
+#define SZ    4096
+#define IRQ_N 200
 
 static void sum(const struct dc_fn_drain *d, uint32_t func, uint64_t *count, uint64_t *bytes)
 {
@@ -183,6 +189,221 @@ static int run(const char *mech)
 	return !ok;
 }
 
+/* a page shared with the children: the spinners run while it is 0 */
+static volatile int *stop_spin;
+
+/* pinned to one CPU, busy in user space: what a completion interrupt
+ * on that CPU finds running */
+static int spin_on(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	while (!*stop_spin)
+		;
+	return 0;
+}
+
+static char irq_dev[64];
+
+/* IRQ_N direct reads of null_blk's timer-completed device */
+static int irq_reads(void)
+{
+	void *buf;
+	int fd = open(irq_dev, O_RDONLY | O_DIRECT);
+
+	if (fd < 0 || posix_memalign(&buf, SZ, SZ)) {
+		printf("VMTEST vfs-irq   cannot open %s: %m\n", irq_dev);
+		return 1;
+	}
+	for (int i = 0; i < IRQ_N; i++)
+		if (pread(fd, buf, SZ, (off_t)i * SZ) != SZ) {
+			printf("VMTEST vfs-irq   read %d of %s: %m\n", i, irq_dev);
+			return 1;
+		}
+	return close(fd) != 0;
+}
+
+static int write_attr(const char *dir, const char *name, const char *val)
+{
+	char path[256];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	close(fd);
+	return ok ? 0 : -EIO;
+}
+
+/* A null_blk device completing every request from a timer, in a hardirq,
+ * 100 us after its submission (configfs; null_blk is loaded by the block
+ * case before). Its path in irq_dev. */
+static int timer_device(char *detail, size_t len)
+{
+	static const char dir[] = "/sys/kernel/config/nullb/dc_irq";
+	char idx[16] = "";
+	int fd, r;
+
+	if (irq_dev[0])
+		return 0;
+	mkdir("/sys/kernel/config", 0755);
+	mount("configfs", "/sys/kernel/config", "configfs", 0, NULL);
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		snprintf(detail, len, "mkdir %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if ((r = write_attr(dir, "irqmode", "2")) ||
+	    (r = write_attr(dir, "completion_nsec", "100000")) ||
+	    (r = write_attr(dir, "size", "64")) || (r = write_attr(dir, "power", "1"))) {
+		snprintf(detail, len, "configuring %s: %s", dir, strerror(-r));
+		return -1;
+	}
+	fd = open("/sys/kernel/config/nullb/dc_irq/index", O_RDONLY);
+	if (fd < 0 || read(fd, idx, sizeof(idx) - 1) <= 0) {
+		snprintf(detail, len, "reading its index: %s", strerror(errno));
+		return -1;
+	}
+	close(fd);
+	/* the disk takes the configfs directory's name (6.1), or nullb<index> */
+	if (!access("/sys/block/dc_irq", F_OK))
+		snprintf(irq_dev, sizeof(irq_dev), "/dev/dc_irq");
+	else
+		snprintf(irq_dev, sizeof(irq_dev), "/dev/nullb%d", atoi(idx));
+	return 0;
+}
+
+/*
+ * bio_endio in interrupt context, by fentry and by kprobe: null_blk's
+ * timer completes a child's direct reads in a hardirq, on CPUs kept busy
+ * by spinners. The completions must be charged to no process (tgid 0,
+ * cgroup 0), not to the spinner or reader they interrupted, and the
+ * reader's own submissions (task context) to the reader; each one's trace
+ * event (every call kept as slow) must say pid and tid 0.
+ */
+static int irq_run(const char *mech)
+{
+	struct probe_vfs_opts o = {
+	    .mechanism = mech, .categories = "bio", .max_keys = 1024, .percpu = true};
+	uint64_t irq = 0, irq_ns = 0, spun = 0, reader_end = 0, other = 0, submits = 0, c, b;
+	pid_t spinner[2] = {-1, -1}, reader;
+	struct dc_fn_drain d = {};
+	struct probe_vfs *p = NULL;
+	struct traces *t = NULL;
+	struct dc_config cfg;
+	char detail[512] = "";
+	long ev_irq = 0, ev_task = 0;
+	size_t text_len;
+	char *text;
+	int status = -1, r, ok;
+	unsigned want;
+
+	if (timer_device(detail, sizeof(detail)) < 0) {
+		printf("VMTEST vfs-irq/%s FAIL null_blk timer device: %s\n", mech, detail);
+		return 1;
+	}
+	if (!stop_spin) {
+		void *m = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED) {
+			printf("VMTEST vfs-irq/%s FAIL mmap: %m\n", mech);
+			return 1;
+		}
+		stop_spin = m;
+	}
+	/* every call at least 1 ns long is kept: the trace ring, made by the
+	 * VFS object alone here */
+	config_defaults(&cfg);
+	if (config_set(&cfg, "traces.sampling.slow_ms", "0.000001", detail, sizeof(detail)) < 0 ||
+	    traces_new(&cfg, "vm", &t, detail, sizeof(detail)) < 0) {
+		printf("VMTEST vfs-irq/%s FAIL traces: %s\n", mech, detail);
+		return 1;
+	}
+	o.traces = t;
+	r = probe_vfs_new(&o, &p, detail, sizeof(detail));
+	if (r < 0 || strcmp(probe_vfs_mechanism(p), mech) || traces_start(t) < 0) {
+		printf("VMTEST vfs-irq/%s FAIL attach: %s [%s]\n", mech,
+		       r < 0 ? strerror(-r) : probe_vfs_mechanism(p), detail);
+		probe_vfs_free(p);
+		traces_free(t);
+		return 1;
+	}
+	*stop_spin = 0;
+	for (int i = 0; i < 2; i++) {
+		spinner[i] = fork();
+		if (spinner[i] == 0)
+			_exit(spin_on(i));
+	}
+	probe_vfs_flip_and_drain(p, &d);
+	free(trace_text(t, &text_len));
+	reader = vm_child(irq_reads, &status);
+	*stop_spin = 1;
+	for (int i = 0; i < 2; i++)
+		if (spinner[i] > 0)
+			waitpid(spinner[i], NULL, 0);
+	r = probe_vfs_flip_and_drain(p, &d);
+	text = trace_text(t, &text_len);
+	/* each bio_endio event: no process's (pid and tid 0) or a task's */
+	for (char *q = text; q && (q = strstr(q, "\"name\":\"bio_endio\"")); q++) {
+		char *pid = strstr(q, "\"pid\":");
+
+		if (pid && !strncmp(pid, "\"pid\":0,\"tid\":0,", 16))
+			ev_irq++;
+		else
+			ev_task++;
+	}
+	free(text);
+	for (size_t i = 0; !r && i < d.n; i++) {
+		const struct dc_fn_entry *e = &d.entries[i];
+
+		if (e->func == DC_VFS_bio_endio) {
+			if (!e->tgid && !e->cgroup_id) {
+				irq += e->count;
+				irq_ns += e->time_ns;
+			} else if (e->tgid == (uint32_t)spinner[0] ||
+				   e->tgid == (uint32_t)spinner[1])
+				spun += e->count;
+			else if (e->tgid == (uint32_t)reader)
+				reader_end += e->count;
+			else {
+				other += e->count;
+				printf("VMTEST vfs-irq/%s   bio_endio tgid %u cgroup %llu: %llu\n",
+				       mech, e->tgid, (unsigned long long)e->cgroup_id,
+				       (unsigned long long)e->count);
+			}
+		} else if (e->func == DC_VFS_submit_bio && e->tgid == (uint32_t)reader)
+			submits += e->count;
+	}
+	sum(&d, DC_VFS_bio_endio, &c, &b); /* this process's: none expected either */
+	/* a kprobe hit while the CPU runs another kprobe's handler (the
+	 * reader's own, under TCG's slow clock) is skipped by the kernel
+	 * before any program runs: a few such misses are the mechanism's */
+	want = strcmp(mech, "kprobe") ? IRQ_N : IRQ_N * 9 / 10;
+	ok = !r && reader > 0 && status == 0 && spinner[0] > 0 && spinner[1] > 0 && irq >= want &&
+	     irq_ns > 0 && !spun && !reader_end && !c && !other && submits >= IRQ_N &&
+	     ev_irq == (long)irq && !ev_task && !d.counters[DC_FN_CNT_NO_ENTRY] &&
+	     !d.counters[DC_FN_CNT_ORPHAN];
+	printf("VMTEST vfs-irq/%s %s bio_endio: interrupt context %llu calls (%llu ns), "
+	       "spinners %llu, reader %llu, this process %llu, others %llu (want >= %u, > 0 ns, "
+	       "0, 0, 0, 0); reader's submit_bio %llu (want >= %d); return_without_entry %llu, "
+	       "orphans %llu; trace events of bio_endio %ld with pid and tid 0, %ld others (want "
+	       "%llu, 0); reader status %d, drain %s [%s]\n",
+	       mech, ok ? "PASS" : "FAIL", (unsigned long long)irq, (unsigned long long)irq_ns,
+	       (unsigned long long)spun, (unsigned long long)reader_end, (unsigned long long)c,
+	       (unsigned long long)other, want, (unsigned long long)submits, IRQ_N,
+	       (unsigned long long)d.counters[DC_FN_CNT_NO_ENTRY],
+	       (unsigned long long)d.counters[DC_FN_CNT_ORPHAN], ev_irq, ev_task,
+	       (unsigned long long)irq, status, r < 0 ? strerror(-r) : "ok", probe_vfs_detail(p));
+	probe_vfs_free(p);
+	traces_free(t);
+	return !ok;
+}
+
 /*
  * Raw tracepoints carry a cookie from 6.10 on; before, the VFS programs
  * that read it must be refused at load, by name, so that auto goes on to
@@ -230,6 +451,9 @@ int main(void)
 	failed |= pagecache_vm_run("tracepoint");
 	failed |= block_vm_run("tp_btf");
 	failed |= block_vm_run("raw_tp");
+	/* after the block cases, which load null_blk */
+	failed |= irq_run("fentry");
+	failed |= irq_run("kprobe");
 	vm_done(failed);
 	return failed;
 }
