@@ -117,8 +117,15 @@ struct manager {
 	uint64_t budget_switch_ns;     /* CPU the last change of level took (attach, detach) */
 	uint64_t budget_switch_us_pub; /* the same, for the next window's record */
 	bool vfs_attached;	       /* the VFS layer attached under this configuration */
-	bool vfs_bad_config;	       /* its start failed on probes.vfs, not on the kernel */
-	char budget_note[160];	       /* the last change of level, for STATUS= */
+	/* families (FAM_LIBS, FAM_VFS) the budget gave back that did not
+	 * start: tried again at a close every owed_gap windows, the gap
+	 * doubling to 64 (budget_retry) */
+	unsigned budget_owed;
+	unsigned owed_gap;
+	uint64_t owed_retry_seq;
+	char owed_detail[2][640]; /* libraries, VFS: the last try's failure, for the record */
+	bool vfs_bad_config;	  /* its start failed on probes.vfs, not on the kernel */
+	char budget_note[160];	  /* the last change of level, for STATUS= */
 	struct dc_sink_stats sinks_prev[2];
 	struct window_losses {
 		uint64_t map_full, ring_full, sampled_out, recursion_misses;
@@ -885,6 +892,9 @@ static void report_self(struct dc_json *j, void *opaque)
 static unsigned budget_feed(struct manager *m, uint64_t window_ns, uint64_t cost_ns);
 static void budget_change(struct manager *m, unsigned level);
 static void budget_apply(struct manager *m, unsigned level);
+static void budget_retry(struct manager *m);
+static unsigned budget_missing(const struct manager *m);
+static void budget_restart(struct manager *m, unsigned fams);
 static void probes_report(struct manager *m);
 
 /* Close the current window and publish everything it counted. */
@@ -1127,6 +1137,8 @@ static int manager_close_window(struct manager *m)
 	m->budget_switch_us_pub = 0; /* published in this window's record */
 	if (next_level != m->budget_level)
 		budget_change(m, next_level);
+	else if (m->budget_owed && !m->stopping)
+		budget_retry(m);
 	/* systemd reads these; once a second is enough for systemctl status,
 	 * and a listener that reads slowly must not slow the windows */
 	if (!m->stopping && m->last_close_usec - m->status_usec >= USEC_PER_SEC) {
@@ -1571,7 +1583,6 @@ static unsigned budget_feed(struct manager *m, uint64_t window_ns, uint64_t cost
  * it again for families it restarted). */
 static void budget_apply(struct manager *m, unsigned level)
 {
-	bool config_error = false;
 	int r;
 
 	m->budget_level = level;
@@ -1599,17 +1610,85 @@ static void budget_apply(struct manager *m, unsigned level)
 	}
 	if (level >= DC_BUDGET_LIBRARIES_OFF && m->up)
 		families_stop(m, FAM_LIBS);
-	else if (level < DC_BUDGET_LIBRARIES_OFF && !m->up && m->cfg.n_libs &&
-		 families_start(m, &m->cfg, FAM_LIBS, &config_error) < 0)
-		log_warning("CPU budget: the library probes did not come back; retrying at "
-			    "the next step back");
 	if (level >= DC_BUDGET_VFS_OFF && m->vfs)
 		families_stop(m, FAM_VFS);
-	else if (level < DC_BUDGET_VFS_OFF && !m->vfs && m->vfs_attached &&
-		 families_start(m, &m->cfg, FAM_VFS, &config_error) < 0)
-		log_warning("CPU budget: the VFS probes did not come back; retrying at the next "
-			    "step back");
+	m->owed_gap = 0;
+	budget_restart(m, budget_missing(m));
 	probes_report(m);
+}
+
+/* The families this budget level runs that are not running: given back by
+ * the budget, they did not start again. A family that never attached
+ * under this configuration is not missing (the VFS layer on a kernel
+ * without fentry and kprobes). */
+static unsigned budget_missing(const struct manager *m)
+{
+	unsigned fams = 0;
+
+	if (m->budget_level < DC_BUDGET_LIBRARIES_OFF && !m->up && m->cfg.n_libs)
+		fams |= FAM_LIBS;
+	if (m->budget_level < DC_BUDGET_VFS_OFF && !m->vfs && m->vfs_attached)
+		fams |= FAM_VFS;
+	return fams;
+}
+
+/* Start each of fams; what does not start is owed (budget_retry), said
+ * once per failure streak and family. */
+static void budget_restart(struct manager *m, unsigned fams)
+{
+	static const struct {
+		unsigned fam;
+		const char *what;
+	} f[] = {{FAM_LIBS, "library"}, {FAM_VFS, "VFS"}};
+	bool config_error = false;
+
+	for (size_t i = 0; i < ELEMENTSOF(f); i++) {
+		if (!(fams & f[i].fam))
+			continue;
+		/* the VFS layer's failure is logged and detailed by its start,
+		 * which returns 0 for it (expected on some kernels): it is told
+		 * by what is running */
+		families_start(m, &m->cfg, f[i].fam, &config_error);
+		if (!(budget_missing(m) & f[i].fam)) {
+			if (m->budget_owed & f[i].fam)
+				log_notice("CPU budget: the %s probes came back (window %llu)",
+					   f[i].what, (unsigned long long)m->win.cur.seq);
+			m->budget_owed &= ~f[i].fam;
+			continue;
+		}
+		if (!(m->budget_owed & f[i].fam))
+			log_warning("CPU budget: the %s probes did not come back; trying again "
+				    "at later windows' closes, spaced 1, 2, 4 ... 64 windows apart",
+				    f[i].what);
+		m->budget_owed |= f[i].fam;
+		snprintf(m->owed_detail[i], sizeof(m->owed_detail[i]),
+			 "did not come back after the CPU budget switched it off (%s); tried "
+			 "again at later windows' closes",
+			 f[i].fam == FAM_VFS && m->vfs_detail[0] ? m->vfs_detail : "see the log");
+	}
+	m->budget_owed &= budget_missing(m);
+	if (m->budget_owed) {
+		m->owed_gap = m->owed_gap ? (m->owed_gap >= 64 ? 64 : 2 * m->owed_gap) : 1;
+		m->owed_retry_seq = m->win.cur.seq + m->owed_gap;
+	}
+}
+
+/* At a window's close with no change of level: the owed families again,
+ * when their time has come. The CPU it takes is a switch's, published and
+ * not weighed (budget_feed). */
+static void budget_retry(struct manager *m)
+{
+	struct dc_selfstat before = {}, after = {};
+
+	m->budget_owed &= budget_missing(m); /* a reload may have started them */
+	if (!m->budget_owed || m->win.cur.seq < m->owed_retry_seq)
+		return;
+	selfstat_read(&before);
+	budget_restart(m, m->budget_owed);
+	probes_report(m);
+	selfstat_read(&after);
+	m->budget_switch_ns +=
+	    (after.user_us + after.sys_us - before.user_us - before.sys_us) * 1000;
 }
 
 static void budget_change(struct manager *m, unsigned level)
@@ -1657,9 +1736,15 @@ static void probes_report(struct manager *m)
 	else if (m->cfg.n_libs && m->budget_level >= DC_BUDGET_LIBRARIES_OFF)
 		m->probes[m->n_probes++] = (struct dc_probe_report){
 		    .name = "libraries", .mechanism = "off", .detail = budget_off};
+	else if (m->budget_owed & FAM_LIBS)
+		m->probes[m->n_probes++] = (struct dc_probe_report){
+		    .name = "libraries", .mechanism = "off", .detail = m->owed_detail[0]};
 	if (!m->vfs && m->vfs_attached && m->budget_level >= DC_BUDGET_VFS_OFF)
 		m->probes[m->n_probes++] = (struct dc_probe_report){
 		    .name = "vfs", .mechanism = "off", .detail = budget_off};
+	else if (m->budget_owed & FAM_VFS)
+		m->probes[m->n_probes++] = (struct dc_probe_report){
+		    .name = "vfs", .mechanism = "off", .detail = m->owed_detail[1]};
 	else if (m->vfs)
 		m->probes[m->n_probes++] =
 		    (struct dc_probe_report){.name = "vfs",

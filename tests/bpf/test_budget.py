@@ -8,11 +8,14 @@
   budget:   a small budget and a heavy workload: detail is given up in the
             documented order, one step per decision, logged, in STATUS= and
             in the agent records; idle, it comes back in reverse order.
+  budget-retry: a family that cannot come back when detail is restored is
+            said to be missing and tried again until it does.
 
 usage: test_budget.py SCENARIO AGENT TRACELOAD
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -276,10 +279,70 @@ def scenario_budget(agent_bin, load_bin):
     c.done()
 
 
+def scenario_retry(agent_bin, load_bin):
+    """A family the budget gave back that fails to start when detail is
+    restored (its library gone meanwhile) is tried again at later closes,
+    and comes back once it can, without another change of level."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-budget-retry-")
+    data = os.path.join(tmp, "data")
+    lib = os.path.join(tmp, "libdc-retry.so.6")
+    shutil.copy(libc_path(load_bin), lib)
+    conf = ('interval = 0.25;\nbudget = { cpu = 0.1; period = 1.0; recover_below = 0.6; };\n'
+            'traces = { output = { dir = "%s"; }; sampling = { one_in_n = 2; rate = 0; }; };\n'
+            'probes = { vfs = { enable = false; };\n'
+            '  libraries = ( { path = "%s"; category = "libc"; functions = ["pwrite*"]; } ); };\n'
+            % (os.path.join(tmp, "traces"), lib))
+    a = Agent(agent_bin, conf)
+    top = LV["libraries_off"]
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        two = [subprocess.Popen([load_bin, data + str(i), "100000"], stdout=subprocess.DEVNULL)
+               for i in range(2)]
+        for p in two:
+            p.wait(120)
+        ag = agent_records(a.out)
+        if ag and max(r["budget"]["level"] for r in ag) >= top:
+            break
+    # the library goes away while its probes are off: they cannot come back
+    os.rename(lib, lib + ".away")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        ag = agent_records(a.out)
+        if ag and ag[-1]["budget"]["level"] == 0 and any(r["budget"]["level"] for r in ag):
+            break
+    time.sleep(2)  # tries at the closes 1, 2 and 4 windows after the step back
+    os.rename(lib + ".away", lib)
+    time.sleep(8 * 0.25 + 2)  # the next try, at most 8 windows later, and its record
+    c.eq(a.stop(), 0, "agent exits 0")
+    log = a.log()
+    ag = [r for r in a.records() if r["type"] == "agent"]
+    levels = [r["budget"]["level"] for r in ag]
+    c.eq(max(levels), top, "over budget: libraries_off reached")
+    back = [i for i in range(1, len(levels)) if levels[i] == 0 and levels[i - 1] > 0]
+    c.check(back, "full detail restored: %s" % levels)
+    libs = [next((p for p in r["probes"] if p["name"] == "libraries"), None) for r in ag]
+    owed = [i for i, p in enumerate(libs) if levels[i] == 0 and p and p["mechanism"] == "off"
+            and "did not come back" in p["detail"]]
+    c.check(owed, "at full detail, the agent record says the libraries did not come back")
+    c.check("CPU budget: the library probes did not come back" in log,
+            "logged: the libraries did not come back")
+    c.check("CPU budget: the library probes came back" in log,
+            "logged: the libraries came back, tried again without a change of level")
+    again = [i for i, p in enumerate(libs) if owed and i > owed[-1] and p and
+             p["mechanism"] != "off"]
+    c.check(again and all(levels[i] == 0 for i in range(owed[0], again[0] + 1)),
+            "the libraries attached again at the same level (windows %s to %s): %s"
+            % (owed[:1], again[:1], levels[owed[0]:] if owed else levels))
+    c.done()
+
+
 def main():
     name, agent_bin, load_bin = sys.argv[1:4]
     require_root()
-    {"selfcost": scenario_selfcost, "budget": scenario_budget}[name](agent_bin, load_bin)
+    {"selfcost": scenario_selfcost, "budget": scenario_budget,
+     "budget-retry": scenario_retry}[name](agent_bin, load_bin)
 
 
 if __name__ == "__main__":
