@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "kbtf.h"
 #include "macro.h"
 #include "mechanism.h"
+#include "preempt.h"
 #include "probe-vfs.h"
 #include "traces.h"
 #include "vfs.skel.h"
@@ -62,6 +64,7 @@ struct probe_vfs {
 	size_t n_links;
 	int fds[MAX_LINKS]; /* raw tracepoints: libbpf 1.1 has no link with a cookie */
 	size_t n_fds;
+	bool irq_progs; /* the last try loaded programs of functions that may run in interrupts */
 	char detail[1024];
 	char refused[384]; /* functions present whose attachment the kernel refused */
 	size_t refused_off;
@@ -148,10 +151,9 @@ struct kernel_btf {
 	bool have[DC_VFS_MAX];
 	__s32 probe_id; /* a catalogued function's BTF id in vmlinux, for the fentry probe */
 	/* x86: the per-CPU variable holding the preempt count, as the kernel's
-	 * BTF names it (__preempt_count; pcpu_hot from 6.2 to 6.14), or NULL */
+	 * BTF names it (pcpu_hot from 6.2 to 6.14, else __preempt_count), the
+	 * programs' own order, or NULL */
 	const char *preempt_var;
-	int irq_known; /* irq_unknown() asked: 1, and irq_why its answer */
-	const char *irq_why;
 };
 
 static int by_name(const void *a, const void *b)
@@ -173,13 +175,13 @@ static void kernel_btf_scan(struct kernel_btf *k, const struct btf *b, const uns
 		const struct btf_type *t = btf__type_by_id(b, id);
 		const unsigned *i;
 
-		if (vmlinux && btf_is_var(t) && !k->preempt_var) {
+		if (vmlinux && btf_is_var(t)) {
 			const char *name = btf__name_by_offset(b, t->name_off);
 
-			if (!strcmp(name, "__preempt_count"))
-				k->preempt_var = "__preempt_count";
-			else if (!strcmp(name, "pcpu_hot"))
+			if (!strcmp(name, "pcpu_hot"))
 				k->preempt_var = "pcpu_hot";
+			else if (!strcmp(name, "__preempt_count") && !k->preempt_var)
+				k->preempt_var = "__preempt_count";
 		}
 		if (!btf_is_func(t))
 			continue;
@@ -232,32 +234,42 @@ static void kernel_btf_load(struct kernel_btf *k)
  * Why the programs of a function that may run in interrupts
  * (DC_VFS_MAY_IRQ) cannot tell interrupt context from task context on
  * this kernel, or NULL when they can. They read the preempt count: on x86
- * a per-CPU variable, which the verifier places through /proc/kallsyms;
- * arm64 keeps it in the task. Asked once, and only when such a function is
- * selected: the kallsyms read is about 120,000 lines.
+ * a per-CPU variable, which the verifier places through /proc/kallsyms
+ * (data symbols are there only with CONFIG_KALLSYMS_ALL); arm64 keeps it
+ * in the task. A PREEMPT_RT kernel serves softirqs in threads, where the
+ * count does not show them. The answer holds for the kernel's life, so it
+ * is worked out once (a kallsyms read is about 120,000 lines): a budget
+ * step back or a reload that attaches the layer again does not repeat it.
+ * A refusal these checks do not foresee is caught at load (probe_vfs_new).
  */
-static const char *irq_unknown(struct kernel_btf *k)
+static const char *irq_unknown(const struct kernel_btf *k)
 {
-#if defined(__x86_64__)
-	int r;
+	static const char *why;
+	static int known;
+	const char *w = NULL, *model;
 
-	if (k->irq_known)
-		return k->irq_why;
-	k->irq_known = 1;
-	if (!k->preempt_var)
-		return k->irq_why = "the kernel's BTF names no preempt count (__preempt_count, "
-				    "pcpu_hot)";
-	r = kernel_has_symbol(k->preempt_var);
-	if (r < 0)
-		k->irq_why = "cannot read /proc/kallsyms";
-	else if (!r)
-		k->irq_why = "its preempt count is not in /proc/kallsyms (a kernel without "
-			     "CONFIG_KALLSYMS_ALL), where the verifier finds it";
-	return k->irq_why;
-#else
-	(void)k;
-	return NULL;
+	if (__atomic_load_n(&known, __ATOMIC_ACQUIRE))
+		return why;
+	if (preempt_detect(&model) == DC_PREEMPT_RT)
+		w = "a PREEMPT_RT kernel serves softirqs in threads, where the preempt count "
+		    "does not show them";
+#if defined(__x86_64__)
+	else if (!k->preempt_var)
+		w = "the kernel's BTF names no preempt count (__preempt_count, pcpu_hot)";
+	else {
+		int r = kernel_has_symbol(k->preempt_var);
+
+		if (r < 0)
+			w = "cannot read /proc/kallsyms";
+		else if (!r)
+			w = "its preempt count is not in /proc/kallsyms (a kernel without "
+			    "CONFIG_KALLSYMS_ALL), where the verifier finds it";
+	}
 #endif
+	/* two threads asking at once compute the same answer */
+	why = w;
+	__atomic_store_n(&known, 1, __ATOMIC_RELEASE);
+	return w;
 }
 
 /*
@@ -317,6 +329,20 @@ static struct bpf_program *prog_of(struct vfs_bpf *skel, const char *prefix, uns
 
 	snprintf(name, sizeof(name), "%s%s", prefix, funcs[i].name);
 	return bpf_object__find_program_by_name(skel->obj, name);
+}
+
+/* The probe's detail grows by a formatted piece; a detail too long for
+ * its buffer is cut, and *off stays inside it. */
+static __attribute__((format(printf, 4, 5))) void appendf(char *buf, size_t len, size_t *off,
+							  const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	*off += (size_t)vsnprintf(buf + *off, *off < len ? len - *off : 0, fmt, ap);
+	va_end(ap);
+	if (*off >= len)
+		*off = len - 1;
 }
 
 static void note(char *buf, size_t len, size_t *off, const char *what)
@@ -435,8 +461,12 @@ static int attach_one(struct probe_vfs *p, enum mech m, unsigned i, struct bpf_l
 	return 0;
 }
 
+/* irq_off: leave out the functions that may run in interrupts, for this
+ * reason (NULL: only where irq_unknown() says). p->irq_progs: whether
+ * their programs were to load. */
 static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, enum mech m,
-			 struct kernel_btf *k, unsigned *attached, char *skipped, size_t sklen)
+			 struct kernel_btf *k, const char *irq_off, unsigned *attached,
+			 char *skipped, size_t sklen)
 {
 	struct vfs_bpf *skel;
 	bool have[DC_VFS_MAX], no_irq[DC_VFS_MAX], irq_progs = false;
@@ -479,7 +509,7 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 		/* one that may run in interrupts, where they cannot be told
 		 * apart: left out, its calls would go to whichever task they
 		 * interrupted (noted at attach, below) */
-		no_irq[i] = !rows && have[i] && DC_VFS_MAY_IRQ(i) && irq_unknown(k);
+		no_irq[i] = !rows && have[i] && DC_VFS_MAY_IRQ(i) && (irq_off || irq_unknown(k));
 		if (no_irq[i])
 			have[i] = false;
 		irq_progs |= have[i] && DC_VFS_MAY_IRQ(i);
@@ -490,6 +520,7 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	}
 	bpf_program__set_autoload(skel->progs.dc_vfs_kprobe, m == MECH_KPROBE);
 	bpf_program__set_autoload(skel->progs.dc_vfs_kretprobe, m == MECH_KPROBE);
+	p->irq_progs = irq_progs;
 	bpf_program__set_autoload(skel->progs.dc_vfs_kprobe_irq, m == MECH_KPROBE && irq_progs);
 	bpf_program__set_autoload(skel->progs.dc_vfs_kretprobe_irq, m == MECH_KPROBE && irq_progs);
 	bpf_program__set_autoload(skel->progs.dc_vfs_tp_enter, m == MECH_TRACEPOINT);
@@ -534,7 +565,7 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 				char what[256];
 
 				snprintf(what, sizeof(what), "%s (interrupt context not told: %s)",
-					 name, irq_unknown(k));
+					 name, irq_off ? irq_off : irq_unknown(k));
 				note(p->refused, sizeof(p->refused), &p->refused_off, what);
 				continue;
 			}
@@ -568,6 +599,27 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	return *attached ? 0 : -ENOENT;
 }
 
+/* try_mechanism(), and where it failed with the programs of functions
+ * that may run in interrupts, once more without them: they may be what the
+ * kernel refused (a way to place the preempt count that irq_unknown() did
+ * not foresee), and every other function would go with them. */
+static int try_mechanism_irq(struct probe_vfs *p, const struct probe_vfs_opts *o, enum mech m,
+			     struct kernel_btf *k, unsigned *attached, char *skipped, size_t sklen)
+{
+	char irq_off[96];
+	int r = try_mechanism(p, o, m, k, NULL, attached, skipped, sklen);
+
+	if (r >= 0 || !p->irq_progs)
+		return r;
+	snprintf(irq_off, sizeof(irq_off), "with them the layer failed: %s", strerror(-r));
+	vfs_detach(p);
+	vfs_bpf__destroy(p->skel);
+	p->skel = NULL;
+	fn_agg_close(&p->agg);
+	p->agg.win.inner_fd[0] = p->agg.win.inner_fd[1] = -1;
+	return try_mechanism(p, o, m, k, irq_off, attached, skipped, sklen);
+}
+
 int probe_vfs_new(const struct probe_vfs_opts *o, struct probe_vfs **ret, char *detail,
 		  size_t detail_len)
 {
@@ -596,27 +648,23 @@ int probe_vfs_new(const struct probe_vfs_opts *o, struct probe_vfs **ret, char *
 	}
 	for (enum mech m = first; m <= last; m++) {
 		p->agg.win.inner_fd[0] = p->agg.win.inner_fd[1] = -1;
-		r = try_mechanism(p, o, m, &k, &n, skipped, sizeof(skipped));
+		r = try_mechanism_irq(p, o, m, &k, &n, skipped, sizeof(skipped));
 		if (!r) {
 			p->mech = m;
-			off += (size_t)snprintf(
-			    p->detail + off, sizeof(p->detail) - off, "%s%u %s%s%s%s%s; %s updates",
-			    off ? "; " : "", n,
-			    by_rows(m) ? "tracepoint functions (pairs timed, single events "
-					 "counted)"
-				       : "functions",
-			    skipped[0] ? ", not in this kernel: " : "", skipped,
-			    p->refused[0] ? ", refused: " : "", p->refused,
-			    o->percpu && o->plain_updates ? "plain" : "atomic");
+			appendf(p->detail, sizeof(p->detail), &off, "%s%u %s%s%s%s%s; %s updates",
+				off ? "; " : "", n,
+				by_rows(m) ? "tracepoint functions (pairs timed, single events "
+					     "counted)"
+					   : "functions",
+				skipped[0] ? ", not in this kernel: " : "", skipped,
+				p->refused[0] ? ", refused: " : "", p->refused,
+				o->percpu && o->plain_updates ? "plain" : "atomic");
 			snprintf(detail, detail_len, "%s", p->detail);
 			*ret = TAKE_PTR(p);
 			return 0;
 		}
-		off +=
-		    (size_t)snprintf(p->detail + off, sizeof(p->detail) - off, "%s%s refused: %s",
-				     off ? "; " : "", mech_names[m], strerror(-r));
-		if (off >= sizeof(p->detail))
-			off = sizeof(p->detail) - 1;
+		appendf(p->detail, sizeof(p->detail), &off, "%s%s refused: %s", off ? "; " : "",
+			mech_names[m], strerror(-r));
 		vfs_detach(p);
 		vfs_bpf__destroy(p->skel);
 		p->skel = NULL;

@@ -94,7 +94,9 @@ static __always_inline __u64 dc_ring_wakeup(void *ring)
 /*
  * The value of key in the window being filled, inserted zeroed on its first
  * use (*inserted then says so). NULL when the window map is full: the
- * caller counts that and falls back to its overflow totals.
+ * caller counts that and falls back to its overflow totals. (Also, rarely,
+ * when an interrupt's insert lands while this CPU holds the map's bucket
+ * lock for another update: the kernel answers EBUSY, counted as full.)
  */
 static __always_inline void *dc_window_value(void *agg_gen, const void *key, const void *zero,
 					     bool *inserted)

@@ -43,7 +43,15 @@ DC_COUNTERS(fn_counters, DC_FN_CNT_MAX);
  * program can even land between another program's reads and writes of
  * that stack. Such calls belong to no process: charged to tgid 0 and
  * cgroup 0, timed on a per-CPU stack per interrupt level (softirq,
- * hardirq, NMI), as a level does not nest within itself on one CPU.
+ * hardirq), as a level does not nest within itself on one CPU.
+ *
+ * An interrupt level's stack has no outer call to clean it: an entry whose
+ * return program was skipped (fentry and fexit each skip a run that lands
+ * while the same program runs on the CPU, as a hardirq can inside a
+ * task-context completion) would stay, and a later return whose entry was
+ * skipped would take it, with its age for a latency. An interrupt's work is
+ * short, so an entry there older than DC_FN_IRQ_STALE_NS is such a leftover:
+ * dropped (counted an orphan) when the next entry comes, never matched.
  *
  * Only the programs of functions that may run there pass may_irq, a
  * constant: the others pay nothing, and do not name the preempt count's
@@ -52,9 +60,11 @@ DC_COUNTERS(fn_counters, DC_FN_CNT_MAX);
  * out, saying why (agent/probe-vfs.c).
  */
 
+#define DC_FN_IRQ_STALE_NS 10000000ULL /* 10 ms */
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 3); /* softirq, hardirq, NMI */
+	__uint(max_entries, 2); /* softirq, hardirq */
 	__type(key, __u32);
 	__type(value, struct dc_fn_stack);
 } fn_irq_stack SEC(".maps");
@@ -72,8 +82,15 @@ extern struct pcpu_hot___dc pcpu_hot __ksym __weak;
 #define DC_SOFTIRQ_OFFSET 0x100 /* serving a softirq, not only BH disabled */
 #define DC_HARDIRQ_MASK	  0xf0000
 #define DC_NMI_MASK	  0xf00000
+#define DC_NMI_ENTER	  0x110000 /* NMI_OFFSET + HARDIRQ_OFFSET */
 
-/* 0 in task context, else the level: 1 softirq, 2 hardirq, 3 NMI */
+/*
+ * 0 in task context, else the level: 1 softirq, 2 hardirq. No catalogued
+ * function runs in an NMI, but a kprobe trapped by int3 (x86, where the
+ * kprobe is not on ftrace) runs its handler as one (irqentry_nmi_enter):
+ * that layer is taken off, so the entry sees the level its return (from
+ * the return trampoline, no trap) sees.
+ */
 static __always_inline __u32 dc_irq_level(void)
 {
 	int pc = 0;
@@ -87,7 +104,7 @@ static __always_inline __u32 dc_irq_level(void)
 	pc = (int)bpf_get_current_task_btf()->thread_info.preempt_count;
 #endif
 	if (pc & DC_NMI_MASK)
-		return 3;
+		pc -= DC_NMI_ENTER;
 	if (pc & DC_HARDIRQ_MASK)
 		return 2;
 	return pc & DC_SOFTIRQ_OFFSET ? 1 : 0;
@@ -138,9 +155,20 @@ static __always_inline void fn_entry(__u32 func, bool may_irq)
 	struct dc_fn_stack *st = fn_irq_stack_of(may_irq);
 	__u32 d;
 
-	/* no process in an interrupt: none to leave out, by either test */
-	if (st)
+	/* no process in an interrupt: none to leave out, by either test; a
+	 * stale top (above) means the whole stack is leftovers */
+	if (st) {
+		d = st->depth;
+		if (d > DC_FN_DEPTH ||
+		    (d && bpf_ktime_get_ns() - st->ts[(d - 1) & (DC_FN_DEPTH - 1)] >
+			      DC_FN_IRQ_STALE_NS)) {
+			for (__u32 i = 0; i < DC_FN_DEPTH; i++)
+				if (i < d)
+					count(DC_FN_CNT_ORPHAN);
+			st->depth = 0;
+		}
 		goto push;
+	}
 	/* the task is a typed pointer in every program type (uprobe, kprobe,
 	 * fentry, raw_tp, tracepoint): plain loads, no probe-read call */
 	if (task->tgid == agent_tgid)
@@ -222,6 +250,12 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes, bool may
 		st->depth = (__u32)found;
 		start = st->ts[found & (DC_FN_DEPTH - 1)];
 		lat = now - start;
+		/* a leftover, not this call's entry (above): both lost */
+		if (irq && lat > DC_FN_IRQ_STALE_NS) {
+			count(DC_FN_CNT_ORPHAN);
+			count(DC_FN_CNT_NO_ENTRY);
+			return;
+		}
 	}
 
 	if (!irq)

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,9 +207,9 @@ static int spin_on(int cpu)
 	return 0;
 }
 
-static char irq_dev[64];
+static char irq_dev[64]; /* the device the run at hand reads */
 
-/* IRQ_N direct reads of null_blk's timer-completed device */
+/* IRQ_N direct reads of irq_dev */
 static int irq_reads(void)
 {
 	void *buf;
@@ -240,40 +241,43 @@ static int write_attr(const char *dir, const char *name, const char *val)
 	return ok ? 0 : -EIO;
 }
 
-/* A null_blk device completing every request from a timer, in a hardirq,
- * 100 us after its submission (configfs; null_blk is loaded by the block
- * case before). Its path in irq_dev. */
-static int timer_device(char *detail, size_t len)
+/* A null_blk device named name (configfs; null_blk is loaded by the block
+ * case before) completing requests by irqmode: "2", from a timer in a
+ * hardirq 100 us after submission; "0", at once in the submitter's
+ * context. Its path in path. */
+static int null_device(const char *name, const char *irqmode, char *path, size_t pathlen,
+		       char *detail, size_t len)
 {
-	static const char dir[] = "/sys/kernel/config/nullb/dc_irq";
-	char idx[16] = "";
+	char dir[128], idx[16] = "", f[192];
 	int fd, r;
 
-	if (irq_dev[0])
-		return 0;
+	snprintf(dir, sizeof(dir), "/sys/kernel/config/nullb/%s", name);
 	mkdir("/sys/kernel/config", 0755);
-	mount("configfs", "/sys/kernel/config", "configfs", 0, NULL);
+	if (access("/sys/kernel/config/nullb", F_OK))
+		mount("configfs", "/sys/kernel/config", "configfs", 0, NULL);
 	if (mkdir(dir, 0755) && errno != EEXIST) {
 		snprintf(detail, len, "mkdir %s: %s", dir, strerror(errno));
 		return -1;
 	}
-	if ((r = write_attr(dir, "irqmode", "2")) ||
+	if ((r = write_attr(dir, "irqmode", irqmode)) ||
 	    (r = write_attr(dir, "completion_nsec", "100000")) ||
 	    (r = write_attr(dir, "size", "64")) || (r = write_attr(dir, "power", "1"))) {
 		snprintf(detail, len, "configuring %s: %s", dir, strerror(-r));
 		return -1;
 	}
-	fd = open("/sys/kernel/config/nullb/dc_irq/index", O_RDONLY);
+	snprintf(f, sizeof(f), "%s/index", dir);
+	fd = open(f, O_RDONLY);
 	if (fd < 0 || read(fd, idx, sizeof(idx) - 1) <= 0) {
 		snprintf(detail, len, "reading its index: %s", strerror(errno));
 		return -1;
 	}
 	close(fd);
 	/* the disk takes the configfs directory's name (6.1), or nullb<index> */
-	if (!access("/sys/block/dc_irq", F_OK))
-		snprintf(irq_dev, sizeof(irq_dev), "/dev/dc_irq");
+	snprintf(f, sizeof(f), "/sys/block/%s", name);
+	if (!access(f, F_OK))
+		snprintf(path, pathlen, "/dev/%s", name);
 	else
-		snprintf(irq_dev, sizeof(irq_dev), "/dev/nullb%d", atoi(idx));
+		snprintf(path, pathlen, "/dev/nullb%d", atoi(idx));
 	return 0;
 }
 
@@ -283,13 +287,19 @@ static int timer_device(char *detail, size_t len)
  * by spinners. The completions must be charged to no process (tgid 0,
  * cgroup 0), not to the spinner or reader they interrupted, and the
  * reader's own submissions (task context) to the reader; each one's trace
- * event (every call kept as slow) must say pid and tid 0.
+ * event (every call kept as slow) must say pid and tid 0. With task (a
+ * device completing in the submitter's context), the same programs must
+ * find task context: every completion the reader's, none in interrupts.
  */
-static int irq_run(const char *mech)
+static int irq_run(const char *mech, bool task)
 {
+	static char timer_dev[64], task_dev[64];
+	char *dev = task ? task_dev : timer_dev;
+	const char *name = task ? "vfs-irq-task" : "vfs-irq";
 	struct probe_vfs_opts o = {
 	    .mechanism = mech, .categories = "bio", .max_keys = 1024, .percpu = true};
 	uint64_t irq = 0, irq_ns = 0, spun = 0, reader_end = 0, other = 0, submits = 0, c, b;
+	uint64_t got, stray;
 	pid_t spinner[2] = {-1, -1}, reader;
 	struct dc_fn_drain d = {};
 	struct probe_vfs *p = NULL;
@@ -302,16 +312,18 @@ static int irq_run(const char *mech)
 	int status = -1, r, ok;
 	unsigned want;
 
-	if (timer_device(detail, sizeof(detail)) < 0) {
-		printf("VMTEST vfs-irq/%s FAIL null_blk timer device: %s\n", mech, detail);
+	if (!dev[0] && null_device(task ? "dc_task" : "dc_irq", task ? "0" : "2", dev, 64, detail,
+				   sizeof(detail)) < 0) {
+		printf("VMTEST %s/%s FAIL null_blk device: %s\n", name, mech, detail);
 		return 1;
 	}
+	snprintf(irq_dev, sizeof(irq_dev), "%s", dev);
 	if (!stop_spin) {
 		void *m = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE,
 			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
 		if (m == MAP_FAILED) {
-			printf("VMTEST vfs-irq/%s FAIL mmap: %m\n", mech);
+			printf("VMTEST %s/%s FAIL mmap: %m\n", name, mech);
 			return 1;
 		}
 		stop_spin = m;
@@ -321,13 +333,13 @@ static int irq_run(const char *mech)
 	config_defaults(&cfg);
 	if (config_set(&cfg, "traces.sampling.slow_ms", "0.000001", detail, sizeof(detail)) < 0 ||
 	    traces_new(&cfg, "vm", &t, detail, sizeof(detail)) < 0) {
-		printf("VMTEST vfs-irq/%s FAIL traces: %s\n", mech, detail);
+		printf("VMTEST %s/%s FAIL traces: %s\n", name, mech, detail);
 		return 1;
 	}
 	o.traces = t;
 	r = probe_vfs_new(&o, &p, detail, sizeof(detail));
 	if (r < 0 || strcmp(probe_vfs_mechanism(p), mech) || traces_start(t) < 0) {
-		printf("VMTEST vfs-irq/%s FAIL attach: %s [%s]\n", mech,
+		printf("VMTEST %s/%s FAIL attach: %s [%s]\n", name, mech,
 		       r < 0 ? strerror(-r) : probe_vfs_mechanism(p), detail);
 		probe_vfs_free(p);
 		traces_free(t);
@@ -372,7 +384,7 @@ static int irq_run(const char *mech)
 				reader_end += e->count;
 			else {
 				other += e->count;
-				printf("VMTEST vfs-irq/%s   bio_endio tgid %u cgroup %llu: %llu\n",
+				printf("VMTEST %s/%s   bio_endio tgid %u cgroup %llu: %llu\n", name,
 				       mech, e->tgid, (unsigned long long)e->cgroup_id,
 				       (unsigned long long)e->count);
 			}
@@ -384,21 +396,27 @@ static int irq_run(const char *mech)
 	 * reader's own, under TCG's slow clock) is skipped by the kernel
 	 * before any program runs: a few such misses are the mechanism's */
 	want = strcmp(mech, "kprobe") ? IRQ_N : IRQ_N * 9 / 10;
-	ok = !r && reader > 0 && status == 0 && spinner[0] > 0 && spinner[1] > 0 && irq >= want &&
-	     irq_ns > 0 && !spun && !reader_end && !c && !other && submits >= IRQ_N &&
-	     ev_irq == (long)irq && !ev_task && !d.counters[DC_FN_CNT_NO_ENTRY] &&
-	     !d.counters[DC_FN_CNT_ORPHAN];
-	printf("VMTEST vfs-irq/%s %s bio_endio: interrupt context %llu calls (%llu ns), "
-	       "spinners %llu, reader %llu, this process %llu, others %llu (want >= %u, > 0 ns, "
-	       "0, 0, 0, 0); reader's submit_bio %llu (want >= %d); return_without_entry %llu, "
-	       "orphans %llu; trace events of bio_endio %ld with pid and tid 0, %ld others (want "
-	       "%llu, 0); reader status %d, drain %s [%s]\n",
-	       mech, ok ? "PASS" : "FAIL", (unsigned long long)irq, (unsigned long long)irq_ns,
-	       (unsigned long long)spun, (unsigned long long)reader_end, (unsigned long long)c,
-	       (unsigned long long)other, want, (unsigned long long)submits, IRQ_N,
+	/* where the completions must be, and where none may be */
+	got = task ? reader_end : irq;
+	stray = task ? irq : reader_end;
+	ok = !r && reader > 0 && status == 0 && spinner[0] > 0 && spinner[1] > 0 && got >= want &&
+	     (task || irq_ns > 0) && !stray && !spun && !c && !other && submits >= IRQ_N &&
+	     ev_irq == (long)irq && ev_task == (long)reader_end &&
+	     !d.counters[DC_FN_CNT_NO_ENTRY] && !d.counters[DC_FN_CNT_ORPHAN];
+	printf("VMTEST %s/%s %s bio_endio: interrupt context %llu calls (%llu ns), reader %llu "
+	       "(want >= %u in %s, 0 in %s), spinners %llu, this process %llu, others %llu "
+	       "(want 0, 0, 0); reader's submit_bio %llu (want >= %d); return_without_entry %llu, "
+	       "orphans %llu; trace events of bio_endio %ld with pid and tid 0, %ld with a pid "
+	       "(want %llu, %llu); reader status %d, drain %s [%s]\n",
+	       name, mech, ok ? "PASS" : "FAIL", (unsigned long long)irq,
+	       (unsigned long long)irq_ns, (unsigned long long)reader_end, want,
+	       task ? "the reader" : "interrupt context", task ? "interrupt context" : "the reader",
+	       (unsigned long long)spun, (unsigned long long)c, (unsigned long long)other,
+	       (unsigned long long)submits, IRQ_N,
 	       (unsigned long long)d.counters[DC_FN_CNT_NO_ENTRY],
 	       (unsigned long long)d.counters[DC_FN_CNT_ORPHAN], ev_irq, ev_task,
-	       (unsigned long long)irq, status, r < 0 ? strerror(-r) : "ok", probe_vfs_detail(p));
+	       (unsigned long long)irq, (unsigned long long)reader_end, status,
+	       r < 0 ? strerror(-r) : "ok", probe_vfs_detail(p));
 	probe_vfs_free(p);
 	traces_free(t);
 	return !ok;
@@ -452,8 +470,10 @@ int main(void)
 	failed |= block_vm_run("tp_btf");
 	failed |= block_vm_run("raw_tp");
 	/* after the block cases, which load null_blk */
-	failed |= irq_run("fentry");
-	failed |= irq_run("kprobe");
+	failed |= irq_run("fentry", false);
+	failed |= irq_run("kprobe", false);
+	failed |= irq_run("fentry", true);
+	failed |= irq_run("kprobe", true);
 	vm_done(failed);
 	return failed;
 }
