@@ -123,9 +123,11 @@ struct manager {
 	unsigned budget_owed;
 	unsigned owed_gap;
 	uint64_t owed_retry_seq;
-	char owed_detail[2][640]; /* libraries, VFS: the last try's failure, for the record */
-	bool vfs_bad_config;	  /* its start failed on probes.vfs, not on the kernel */
-	char budget_note[160];	  /* the last change of level, for STATUS= */
+	char owed_detail[2][1200]; /* libraries, VFS: the last try's failure, for the record */
+	bool start_quiet;	   /* a family's start logs its failure at debug: a retry */
+	char libs_err[1024];	   /* why the libraries last failed to start */
+	bool vfs_bad_config;	   /* its start failed on probes.vfs, not on the kernel */
+	char budget_note[160];	   /* the last change of level, for STATUS= */
 	struct dc_sink_stats sinks_prev[2];
 	struct window_losses {
 		uint64_t map_full, ring_full, sampled_out, recursion_misses;
@@ -1396,11 +1398,22 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 			if (ch & FAM_VFS)
 				m->vfs_attached = false;
 			r = families_start(m, &m->cfg, ch & FAM_ALL, &config_error);
+			if (r < 0 && (ch & FAM_LIBS) && m->cfg.n_libs && !m->up) {
+				/* the running configuration's libraries cannot be
+				 * probed now either (deleted since they attached): the
+				 * rest of it runs, and they are owed (below), rather
+				 * than the agent stopping */
+				families_stop(m, ch & FAM_ALL);
+				if (ch & FAM_VFS)
+					m->vfs_attached = false;
+				r = families_start(m, &m->cfg, ch & FAM_ALL & ~FAM_LIBS,
+						   &config_error);
+			}
 			if (r < 0)
 				return sd_event_exit(m->event, r);
-			/* the families come back at the budget's level, as they ran */
-			if (m->budget_level)
-				budget_apply(m, m->budget_level);
+			/* the families come back at the budget's level, as they ran;
+			 * what cannot start is owed */
+			budget_apply(m, m->budget_level);
 			filter_free(nf);
 			goto done;
 		}
@@ -1462,6 +1475,12 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		/* restarted families and a new trace policy come back at the
 		 * level in force, not at full detail */
 		budget_apply(m, m->budget_level);
+	else if (m->budget_owed) {
+		/* an owed family the reload started, or configured away, is
+		 * owed no more; one it did not touch still is */
+		m->budget_owed &= budget_missing(m);
+		probes_report(m);
+	}
 	log_info("Reloaded the configuration: %s%s%s%s%s%s",
 		 ch & FAM_ALL ? "probes reattached " : "", ch & CH_SINKS ? "outputs reopened " : "",
 		 ch & CH_INTERVAL ? "interval " : "", ch & CH_TRACE_POLICY ? "trace sampling " : "",
@@ -1568,8 +1587,10 @@ static unsigned budget_applicable(const struct manager *m)
 
 static unsigned budget_feed(struct manager *m, uint64_t window_ns, uint64_t cost_ns)
 {
-	if (m->cfg.budget_cpu <= 0)
+	if (m->cfg.budget_cpu <= 0) {
+		m->budget_switch_ns = 0; /* nothing to judge: a budget set later starts clean */
 		return m->budget_level;
+	}
 	/* a level is judged on what it costs to run, not on the one-off cost
 	 * of switching to it (re-attaching the VFS probes parses the kernel's
 	 * BTF): that is published, in budget.switch_cpu_us, not weighed */
@@ -1633,7 +1654,7 @@ static unsigned budget_missing(const struct manager *m)
 }
 
 /* Start each of fams; what does not start is owed (budget_retry), said
- * once per failure streak and family. */
+ * once per failure streak and family: a retry's own failure logs at debug. */
 static void budget_restart(struct manager *m, unsigned fams)
 {
 	static const struct {
@@ -1641,46 +1662,57 @@ static void budget_restart(struct manager *m, unsigned fams)
 		const char *what;
 	} f[] = {{FAM_LIBS, "library"}, {FAM_VFS, "VFS"}};
 	bool config_error = false;
+	unsigned cap;
 
 	for (size_t i = 0; i < ELEMENTSOF(f); i++) {
 		if (!(fams & f[i].fam))
 			continue;
+		m->start_quiet = m->budget_owed & f[i].fam;
 		/* the VFS layer's failure is logged and detailed by its start,
 		 * which returns 0 for it (expected on some kernels): it is told
 		 * by what is running */
 		families_start(m, &m->cfg, f[i].fam, &config_error);
+		m->start_quiet = false;
 		if (!(budget_missing(m) & f[i].fam)) {
 			if (m->budget_owed & f[i].fam)
-				log_notice("CPU budget: the %s probes came back (window %llu)",
-					   f[i].what, (unsigned long long)m->win.cur.seq);
+				log_notice("The %s probes came back (window %llu)", f[i].what,
+					   (unsigned long long)m->win.cur.seq);
 			m->budget_owed &= ~f[i].fam;
 			continue;
 		}
 		if (!(m->budget_owed & f[i].fam))
-			log_warning("CPU budget: the %s probes did not come back; trying again "
-				    "at later windows' closes, spaced 1, 2, 4 ... 64 windows apart",
+			log_warning("The %s probes did not start again; trying again at later "
+				    "windows' closes, spaced 1, 2, 4 ... windows apart up to 64 "
+				    "windows or a minute",
 				    f[i].what);
 		m->budget_owed |= f[i].fam;
 		snprintf(m->owed_detail[i], sizeof(m->owed_detail[i]),
-			 "did not come back after the CPU budget switched it off (%s); tried "
-			 "again at later windows' closes",
-			 f[i].fam == FAM_VFS && m->vfs_detail[0] ? m->vfs_detail : "see the log");
+			 "did not start again (%s); tried again at later windows' closes",
+			 f[i].fam == FAM_VFS ? m->vfs_detail : m->libs_err);
 	}
 	m->budget_owed &= budget_missing(m);
-	if (m->budget_owed) {
-		m->owed_gap = m->owed_gap ? (m->owed_gap >= 64 ? 64 : 2 * m->owed_gap) : 1;
-		m->owed_retry_seq = m->win.cur.seq + m->owed_gap;
-	}
+	if (!m->budget_owed)
+		return;
+	/* 64 windows, or a minute where windows are short: a try can parse
+	 * the kernel's BTF */
+	cap = m->cfg.interval > 0 && 60.0 / m->cfg.interval > 64
+		  ? (unsigned)(60.0 / m->cfg.interval)
+		  : 64;
+	m->owed_gap = m->owed_gap ? (m->owed_gap >= cap / 2 ? cap : 2 * m->owed_gap) : 1;
+	m->owed_retry_seq = m->win.cur.seq + m->owed_gap;
 }
 
 /* At a window's close with no change of level: the owed families again,
- * when their time has come. The CPU it takes is a switch's, published and
+ * when their time has come. The CPU it takes is a switch's: published and
  * not weighed (budget_feed). */
 static void budget_retry(struct manager *m)
 {
 	struct dc_selfstat before = {}, after = {};
+	unsigned owed = m->budget_owed;
 
 	m->budget_owed &= budget_missing(m); /* a reload may have started them */
+	if (m->budget_owed != owed)
+		probes_report(m);
 	if (!m->budget_owed || m->win.cur.seq < m->owed_retry_seq)
 		return;
 	selfstat_read(&before);
@@ -1689,6 +1721,7 @@ static void budget_retry(struct manager *m)
 	selfstat_read(&after);
 	m->budget_switch_ns +=
 	    (after.user_us + after.sys_us - before.user_us - before.sys_us) * 1000;
+	m->budget_switch_us_pub = m->budget_switch_ns / 1000;
 }
 
 static void budget_change(struct manager *m, unsigned level)
@@ -1736,13 +1769,13 @@ static void probes_report(struct manager *m)
 	else if (m->cfg.n_libs && m->budget_level >= DC_BUDGET_LIBRARIES_OFF)
 		m->probes[m->n_probes++] = (struct dc_probe_report){
 		    .name = "libraries", .mechanism = "off", .detail = budget_off};
-	else if (m->budget_owed & FAM_LIBS)
+	else if (m->budget_owed & budget_missing(m) & FAM_LIBS)
 		m->probes[m->n_probes++] = (struct dc_probe_report){
 		    .name = "libraries", .mechanism = "off", .detail = m->owed_detail[0]};
 	if (!m->vfs && m->vfs_attached && m->budget_level >= DC_BUDGET_VFS_OFF)
 		m->probes[m->n_probes++] = (struct dc_probe_report){
 		    .name = "vfs", .mechanism = "off", .detail = budget_off};
-	else if (m->budget_owed & FAM_VFS)
+	else if (!m->vfs && (m->budget_owed & budget_missing(m) & FAM_VFS))
 		m->probes[m->n_probes++] = (struct dc_probe_report){
 		    .name = "vfs", .mechanism = "off", .detail = m->owed_detail[1]};
 	else if (m->vfs)
@@ -2014,6 +2047,10 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 	r = jobs[LIBS].r;
 	if (r < 0) {
 		*config_error = r == -ENOENT || r == -ENOEXEC || r == -E2BIG;
+		snprintf(m->libs_err, sizeof(m->libs_err), "%s", a.libs_err);
+		if (m->start_quiet)
+			return log_debug_errno(r, "Cannot probe the configured libraries: %s",
+					       a.libs_err);
 		return log_error_errno(r, "Cannot probe the configured libraries: %s", a.libs_err);
 	}
 	if (jobs[VFS].on) {
@@ -2026,7 +2063,8 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 		}
 		if (r < 0)
 			/* expected on kernels without fentry and kprobes: the other layers run */
-			log_notice("VFS probes off: %s", m->vfs_detail);
+			log_full_errno(m->start_quiet ? LOG_DEBUG : LOG_NOTICE, 0,
+				       "VFS probes off: %s", m->vfs_detail);
 	}
 	if (jobs[BLOCK].on && jobs[BLOCK].r < 0)
 		/* the other layers still run; the agent record lists no block probe */

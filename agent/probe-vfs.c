@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "datacrumbs/vfs.h"
@@ -16,7 +17,6 @@
 #include "kbtf.h"
 #include "macro.h"
 #include "mechanism.h"
-#include "preempt.h"
 #include "probe-vfs.h"
 #include "traces.h"
 #include "vfs.skel.h"
@@ -64,7 +64,9 @@ struct probe_vfs {
 	size_t n_links;
 	int fds[MAX_LINKS]; /* raw tracepoints: libbpf 1.1 has no link with a cookie */
 	size_t n_fds;
-	bool irq_progs; /* the last try loaded programs of functions that may run in interrupts */
+	/* the last try: it had programs of functions that may run in
+	 * interrupts to load; the kernel refused its load */
+	bool irq_progs, load_failed;
 	char detail[1024];
 	char refused[384]; /* functions present whose attachment the kernel refused */
 	size_t refused_off;
@@ -230,6 +232,23 @@ static void kernel_btf_load(struct kernel_btf *k)
 	btf__free(vmlinux);
 }
 
+/* A PREEMPT_RT kernel: /sys/kernel/realtime (1), or the build flavour in
+ * uname -v; the preemption mode debugfs shows (full, lazy) does not say. */
+static bool kernel_is_rt(void)
+{
+	char c = 0;
+	struct utsname u;
+	FILE *f = fopen("/sys/kernel/realtime", "re");
+
+	if (f) {
+		c = (char)fgetc(f);
+		fclose(f);
+		if (c == '1')
+			return true;
+	}
+	return !uname(&u) && strstr(u.version, "PREEMPT_RT");
+}
+
 /*
  * Why the programs of a function that may run in interrupts
  * (DC_VFS_MAY_IRQ) cannot tell interrupt context from task context on
@@ -240,17 +259,18 @@ static void kernel_btf_load(struct kernel_btf *k)
  * count does not show them. The answer holds for the kernel's life, so it
  * is worked out once (a kallsyms read is about 120,000 lines): a budget
  * step back or a reload that attaches the layer again does not repeat it.
- * A refusal these checks do not foresee is caught at load (probe_vfs_new).
+ * A refusal these checks do not foresee is caught at load (try_mechanism_irq).
  */
 static const char *irq_unknown(const struct kernel_btf *k)
 {
 	static const char *why;
 	static int known;
-	const char *w = NULL, *model;
+	const char *w = NULL;
+	bool lasting = true;
 
 	if (__atomic_load_n(&known, __ATOMIC_ACQUIRE))
-		return why;
-	if (preempt_detect(&model) == DC_PREEMPT_RT)
+		return __atomic_load_n(&why, __ATOMIC_RELAXED);
+	if (kernel_is_rt())
 		w = "a PREEMPT_RT kernel serves softirqs in threads, where the preempt count "
 		    "does not show them";
 #if defined(__x86_64__)
@@ -259,16 +279,21 @@ static const char *irq_unknown(const struct kernel_btf *k)
 	else {
 		int r = kernel_has_symbol(k->preempt_var);
 
-		if (r < 0)
+		if (r < 0) {
 			w = "cannot read /proc/kallsyms";
-		else if (!r)
+			lasting = false; /* asked again at the next start */
+		} else if (!r)
 			w = "its preempt count is not in /proc/kallsyms (a kernel without "
 			    "CONFIG_KALLSYMS_ALL), where the verifier finds it";
 	}
+#else
+	(void)k;
 #endif
-	/* two threads asking at once compute the same answer */
-	why = w;
-	__atomic_store_n(&known, 1, __ATOMIC_RELEASE);
+	if (lasting) {
+		/* two threads asking at once compute the same answer */
+		__atomic_store_n(&why, w, __ATOMIC_RELAXED);
+		__atomic_store_n(&known, 1, __ATOMIC_RELEASE);
+	}
 	return w;
 }
 
@@ -347,8 +372,7 @@ static __attribute__((format(printf, 4, 5))) void appendf(char *buf, size_t len,
 
 static void note(char *buf, size_t len, size_t *off, const char *what)
 {
-	*off += (size_t)snprintf(buf + *off, *off < len ? len - *off : 0, "%s%s", *off ? "," : "",
-				 what);
+	appendf(buf, len, off, "%s%s", *off ? "," : "", what);
 }
 
 static struct bpf_link *attach_tp(struct bpf_program *prog, const char *ev, __u64 cookie)
@@ -475,6 +499,8 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	size_t off = 0;
 	int r;
 
+	p->irq_progs = false;
+	p->load_failed = false;
 	/* tracepoints are found by name in tracefs: no BTF needed */
 	if (!rows)
 		kernel_btf_load(k);
@@ -512,7 +538,7 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 		no_irq[i] = !rows && have[i] && DC_VFS_MAY_IRQ(i) && (irq_off || irq_unknown(k));
 		if (no_irq[i])
 			have[i] = false;
-		irq_progs |= have[i] && DC_VFS_MAY_IRQ(i);
+		irq_progs |= !rows && have[i] && DC_VFS_MAY_IRQ(i);
 		bpf_program__set_autoload(prog_of(skel, "dc_fentry_", i),
 					  m == MECH_FENTRY && have[i]);
 		bpf_program__set_autoload(prog_of(skel, "dc_fexit_", i),
@@ -537,6 +563,7 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 		mech_verifier_log_begin(skel->obj);
 		r = vfs_bpf__load(skel);
 		mech_verifier_log_end();
+		p->load_failed = r < 0;
 	}
 	if (!r)
 		r = fn_agg_install(&p->agg);
@@ -599,25 +626,38 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	return *attached ? 0 : -ENOENT;
 }
 
-/* try_mechanism(), and where it failed with the programs of functions
- * that may run in interrupts, once more without them: they may be what the
- * kernel refused (a way to place the preempt count that irq_unknown() did
- * not foresee), and every other function would go with them. */
+/* try_mechanism(), and where the kernel refused the load with the programs
+ * of functions that may run in interrupts, once more without them: they
+ * may be what it refused (a way to place the preempt count irq_unknown()
+ * did not foresee), and every other function would go with them. Where
+ * that load works, the refusal is remembered for the agent's life. Where
+ * it fails too, the first error is the one said. */
 static int try_mechanism_irq(struct probe_vfs *p, const struct probe_vfs_opts *o, enum mech m,
 			     struct kernel_btf *k, unsigned *attached, char *skipped, size_t sklen)
 {
-	char irq_off[96];
-	int r = try_mechanism(p, o, m, k, NULL, attached, skipped, sklen);
+	static char refused[96];
+	static int known;
+	char why[96];
+	int r, r2;
 
-	if (r >= 0 || !p->irq_progs)
+	if (__atomic_load_n(&known, __ATOMIC_ACQUIRE))
+		return try_mechanism(p, o, m, k, refused, attached, skipped, sklen);
+	r = try_mechanism(p, o, m, k, NULL, attached, skipped, sklen);
+	if (r >= 0 || !p->irq_progs || !p->load_failed)
 		return r;
-	snprintf(irq_off, sizeof(irq_off), "with them the layer failed: %s", strerror(-r));
+	snprintf(why, sizeof(why), "with them the layer's load failed: %s", strerror(-r));
 	vfs_detach(p);
 	vfs_bpf__destroy(p->skel);
 	p->skel = NULL;
 	fn_agg_close(&p->agg);
 	p->agg.win.inner_fd[0] = p->agg.win.inner_fd[1] = -1;
-	return try_mechanism(p, o, m, k, irq_off, attached, skipped, sklen);
+	r2 = try_mechanism(p, o, m, k, why, attached, skipped, sklen);
+	if (r2 < 0)
+		return r;
+	/* one start at a time loads the family: no race on the copy */
+	snprintf(refused, sizeof(refused), "%s", why);
+	__atomic_store_n(&known, 1, __ATOMIC_RELEASE);
+	return r2;
 }
 
 int probe_vfs_new(const struct probe_vfs_opts *o, struct probe_vfs **ret, char *detail,

@@ -131,12 +131,17 @@ static __always_inline struct dc_fn_stack *fn_irq_stack_of(bool may_irq)
  * interrupted. The window values are safe with plain adds there: a key
  * names its function, so two programs never share one. Losses are rare:
  * the lock prefix costs nothing on the common path. */
-static __always_inline void fn_count(__u32 which)
+static __always_inline void fn_count_n(__u32 which, __u64 n)
 {
 	__u64 *c = bpf_map_lookup_elem(&fn_counters, &which);
 
 	if (c)
-		__sync_fetch_and_add(c, 1);
+		__sync_fetch_and_add(c, n);
+}
+
+static __always_inline void fn_count(__u32 which)
+{
+	fn_count_n(which, 1);
 }
 
 #define count(which) fn_count(which)
@@ -162,9 +167,7 @@ static __always_inline void fn_entry(__u32 func, bool may_irq)
 		if (d > DC_FN_DEPTH ||
 		    (d && bpf_ktime_get_ns() - st->ts[(d - 1) & (DC_FN_DEPTH - 1)] >
 			      DC_FN_IRQ_STALE_NS)) {
-			for (__u32 i = 0; i < DC_FN_DEPTH; i++)
-				if (i < d)
-					count(DC_FN_CNT_ORPHAN);
+			fn_count_n(DC_FN_CNT_ORPHAN, d < DC_FN_DEPTH ? d : DC_FN_DEPTH);
 			st->depth = 0;
 		}
 		goto push;

