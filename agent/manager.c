@@ -897,6 +897,7 @@ static void budget_apply(struct manager *m, unsigned level);
 static void budget_retry(struct manager *m);
 static unsigned budget_missing(const struct manager *m);
 static void budget_restart(struct manager *m, unsigned fams);
+static void budget_owe(struct manager *m, size_t i);
 static void probes_report(struct manager *m);
 
 /* Close the current window and publish everything it counted. */
@@ -1300,7 +1301,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 	struct dc_filter *nf = NULL;
 	struct dc_selfstat before = {}, after = {};
 	struct dc_config nc;
-	bool config_error = false;
+	bool config_error = false, vfs_was = m->vfs_attached;
 	unsigned ch;
 	int r, level;
 
@@ -1401,16 +1402,22 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 			if (r < 0 && (ch & FAM_LIBS) && m->cfg.n_libs && !m->up) {
 				/* the running configuration's libraries cannot be
 				 * probed now either (deleted since they attached): the
-				 * rest of it runs, and they are owed (below), rather
-				 * than the agent stopping */
+				 * rest of it runs, and they are owed, rather than the
+				 * agent stopping */
 				families_stop(m, ch & FAM_ALL);
 				if (ch & FAM_VFS)
 					m->vfs_attached = false;
 				r = families_start(m, &m->cfg, ch & FAM_ALL & ~FAM_LIBS,
 						   &config_error);
+				if (r >= 0)
+					budget_owe(m, 0);
 			}
 			if (r < 0)
 				return sd_event_exit(m->event, r);
+			/* a VFS layer that ran and now does not start is owed too,
+			 * not off as on a kernel that never had it */
+			if ((ch & FAM_VFS) && vfs_was && !m->vfs)
+				m->vfs_attached = true;
 			/* the families come back at the budget's level, as they ran;
 			 * what cannot start is owed */
 			budget_apply(m, m->budget_level);
@@ -1443,6 +1450,9 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		m->traces_flush_usec = (uint64_t)nc.traces_flush_ms * 1000;
 	}
 	if (ch & CH_INTERVAL) {
+		/* the tries' spacing is counted in windows: started afresh */
+		m->owed_gap = 0;
+		m->owed_retry_seq = m->win.cur.seq + 1;
 		windows_set_interval(&m->win, (uint64_t)(nc.interval * 1e9));
 		sd_event_source_set_time(
 		    m->timer, windows_deadline(&m->win, clock_ns(CLOCK_MONOTONIC)) / NSEC_PER_USEC);
@@ -1653,6 +1663,22 @@ static unsigned budget_missing(const struct manager *m)
 	return fams;
 }
 
+/* Family i of budget_restart's table (0 libraries, 1 VFS) did not start:
+ * owed, said when it was not already, its reason kept for probes[]. */
+static void budget_owe(struct manager *m, size_t i)
+{
+	unsigned fam = i ? FAM_VFS : FAM_LIBS;
+
+	if (!(m->budget_owed & fam))
+		log_warning("The %s probes did not start again; trying again at later windows' "
+			    "closes, spaced 1, 2, 4 ... windows apart up to 64 windows or a minute",
+			    i ? "VFS" : "library");
+	m->budget_owed |= fam;
+	snprintf(m->owed_detail[i], sizeof(m->owed_detail[i]),
+		 "did not start again (%s); tried again at later windows' closes",
+		 i ? m->vfs_detail : m->libs_err);
+}
+
 /* Start each of fams; what does not start is owed (budget_retry), said
  * once per failure streak and family: a retry's own failure logs at debug. */
 static void budget_restart(struct manager *m, unsigned fams)
@@ -1680,15 +1706,7 @@ static void budget_restart(struct manager *m, unsigned fams)
 			m->budget_owed &= ~f[i].fam;
 			continue;
 		}
-		if (!(m->budget_owed & f[i].fam))
-			log_warning("The %s probes did not start again; trying again at later "
-				    "windows' closes, spaced 1, 2, 4 ... windows apart up to 64 "
-				    "windows or a minute",
-				    f[i].what);
-		m->budget_owed |= f[i].fam;
-		snprintf(m->owed_detail[i], sizeof(m->owed_detail[i]),
-			 "did not start again (%s); tried again at later windows' closes",
-			 f[i].fam == FAM_VFS ? m->vfs_detail : m->libs_err);
+		budget_owe(m, i);
 	}
 	m->budget_owed &= budget_missing(m);
 	if (!m->budget_owed)
@@ -2047,7 +2065,8 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 	r = jobs[LIBS].r;
 	if (r < 0) {
 		*config_error = r == -ENOENT || r == -ENOEXEC || r == -E2BIG;
-		snprintf(m->libs_err, sizeof(m->libs_err), "%s", a.libs_err);
+		snprintf(m->libs_err, sizeof(m->libs_err), "%s",
+			 a.libs_err[0] ? a.libs_err : strerror(-r));
 		if (m->start_quiet)
 			return log_debug_errno(r, "Cannot probe the configured libraries: %s",
 					       a.libs_err);

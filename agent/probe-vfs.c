@@ -493,7 +493,8 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 			 char *skipped, size_t sklen)
 {
 	struct vfs_bpf *skel;
-	bool have[DC_VFS_MAX], no_irq[DC_VFS_MAX], irq_progs = false;
+	bool have[DC_VFS_MAX], no_irq[DC_VFS_MAX], irq_progs = false, irq_asked = false;
+	const char *irq_why = irq_off;
 	bool rows = by_rows(m);
 	unsigned n = rows ? ELEMENTSOF(tps) : DC_VFS_MAX;
 	size_t off = 0;
@@ -535,7 +536,11 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 		/* one that may run in interrupts, where they cannot be told
 		 * apart: left out, its calls would go to whichever task they
 		 * interrupted (noted at attach, below) */
-		no_irq[i] = !rows && have[i] && DC_VFS_MAY_IRQ(i) && (irq_off || irq_unknown(k));
+		if (!rows && have[i] && DC_VFS_MAY_IRQ(i) && !irq_off && !irq_asked) {
+			irq_why = irq_unknown(k); /* once per try: it may read kallsyms */
+			irq_asked = true;
+		}
+		no_irq[i] = !rows && have[i] && DC_VFS_MAY_IRQ(i) && irq_why;
 		if (no_irq[i])
 			have[i] = false;
 		irq_progs |= !rows && have[i] && DC_VFS_MAY_IRQ(i);
@@ -592,7 +597,7 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 				char what[256];
 
 				snprintf(what, sizeof(what), "%s (interrupt context not told: %s)",
-					 name, irq_off ? irq_off : irq_unknown(k));
+					 name, irq_why);
 				note(p->refused, sizeof(p->refused), &p->refused_off, what);
 				continue;
 			}
@@ -635,13 +640,13 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 static int try_mechanism_irq(struct probe_vfs *p, const struct probe_vfs_opts *o, enum mech m,
 			     struct kernel_btf *k, unsigned *attached, char *skipped, size_t sklen)
 {
-	static char refused[96];
-	static int known;
+	static char refused[MECH_MAX][96];
+	static int known[MECH_MAX];
 	char why[96];
 	int r, r2;
 
-	if (__atomic_load_n(&known, __ATOMIC_ACQUIRE))
-		return try_mechanism(p, o, m, k, refused, attached, skipped, sklen);
+	if (__atomic_load_n(&known[m], __ATOMIC_ACQUIRE))
+		return try_mechanism(p, o, m, k, refused[m], attached, skipped, sklen);
 	r = try_mechanism(p, o, m, k, NULL, attached, skipped, sklen);
 	if (r >= 0 || !p->irq_progs || !p->load_failed)
 		return r;
@@ -654,9 +659,13 @@ static int try_mechanism_irq(struct probe_vfs *p, const struct probe_vfs_opts *o
 	r2 = try_mechanism(p, o, m, k, why, attached, skipped, sklen);
 	if (r2 < 0)
 		return r;
-	/* one start at a time loads the family: no race on the copy */
-	snprintf(refused, sizeof(refused), "%s", why);
-	__atomic_store_n(&known, 1, __ATOMIC_RELEASE);
+	/* a verifier's refusal (what it cannot place or check) lasts; a
+	 * shortage of memory or the like is tried with them again next time.
+	 * One start at a time loads the family: no race on the copy. */
+	if (r == -EINVAL || r == -EACCES || r == -ENOENT) {
+		snprintf(refused[m], sizeof(refused[m]), "%s", why);
+		__atomic_store_n(&known[m], 1, __ATOMIC_RELEASE);
+	}
 	return r2;
 }
 

@@ -305,9 +305,15 @@ def libs_owed(recs):
             and "did not start again" in libs_probe(r)["detail"]]
 
 
-# tries come 1, 2, 4 ... windows apart up to 64 windows (interval 0.25 s:
-# a minute is more): the next one at most 64 windows after the file is back
-RETRY_WAIT = 64 * 0.25 + 15
+# tries come 1, 2, 4 ... windows apart (up to a minute at 0.25 s windows);
+# the file is back within a few windows of the first failure, while they
+# are 8 windows apart at most: the next comes within 16 windows (4 s)
+RETRY_WAIT = 30
+
+
+def agents_now(a):
+    """The agent records written so far, read once."""
+    return agent_records(a.out)
 
 
 def scenario_retry(agent_bin, load_bin):
@@ -338,12 +344,19 @@ def scenario_retry(agent_bin, load_bin):
     # the library goes away while its probes are off: they cannot come back
     os.rename(lib, lib + ".away")
     # idle: full detail again, the libraries owed
-    poll(lambda: [r for r in agent_records(a.out) if r["budget"]["level"] == 0
-                  and r["window"] in libs_owed(agent_records(a.out))], 60)
+    def owed_at_full():
+        recs = agents_now(a)
+        owed = libs_owed(recs)
+        return [r for r in recs if r["budget"]["level"] == 0 and r["window"] in owed]
+
+    def on_after_owed():
+        recs = agents_now(a)
+        owed = libs_owed(recs)
+        return [w for w in libs_on(recs) if owed and w > owed[0]]
+
+    poll(owed_at_full, 60)
     os.rename(lib + ".away", lib)
-    poll(lambda: [w for w in libs_on(agent_records(a.out))
-                  if libs_owed(agent_records(a.out)) and w > libs_owed(agent_records(a.out))[0]],
-         RETRY_WAIT)
+    poll(on_after_owed, RETRY_WAIT)
     c.eq(a.stop(), 0, "agent exits 0")
     log = a.log()
     ag = [r for r in a.records() if r["type"] == "agent"]
@@ -373,22 +386,30 @@ def scenario_libs_gone(agent_bin, load_bin):
     tmp = tempfile.mkdtemp(prefix="dc-libs-gone-")
     lib = os.path.join(tmp, "libdc-gone.so.6")
     shutil.copy(libc_path(load_bin), lib)
-    conf = ('interval = 0.25;\nprobes = { vfs = { enable = false; };\n'
+    # written whole here: the reload must change the libraries and nothing
+    # else (the harness adds its trace directory and budget only to a text
+    # without them)
+    conf = ('interval = 0.25;\nbudget = { cpu = 0.0; };\n'
+            'traces = { output = { dir = "%s"; }; };\nprobes = { vfs = { enable = false; };\n'
             '  libraries = ( { path = "%s"; category = "libc"; functions = ["%s"]; } ); };\n')
-    a = Agent(agent_bin, conf % (lib, "pwrite*"))
-    c.check(poll(lambda: libs_on(agent_records(a.out)), 10), "the libraries attached")
+    traces = os.path.join(tmp, "traces")
+    a = Agent(agent_bin, conf % (traces, lib, "pwrite*"))
+    c.check(poll(lambda: libs_on(agents_now(a)), 10), "the libraries attached")
     os.rename(lib, lib + ".away")
     with open(a.conf, "w") as f:
-        f.write(conf % (lib, "pread*"))
+        f.write(conf % (traces, lib, "pread*"))
     a.proc.send_signal(signal.SIGHUP)
-    time.sleep(1.5)
+    try:
+        a.wait_for("READY=1", 30)
+    except RuntimeError as e:
+        print(e)
     running = a.proc.poll() is None
     c.check(running, "the agent runs on after the reload (exit status %s)" % a.proc.returncode)
     if running:
-        owed = poll(lambda: libs_owed(agent_records(a.out)), 5)
+        owed = poll(lambda: libs_owed(agents_now(a)), 5)
         c.check(owed, "its agent records say the libraries did not start again")
         os.rename(lib + ".away", lib)
-        back = poll(lambda: [w for w in libs_on(agent_records(a.out)) if owed and w > owed[0]],
+        back = poll(lambda: [w for w in libs_on(agents_now(a)) if owed and w > owed[0]],
                     RETRY_WAIT)
         c.check(back, "the libraries attached again once the file was back")
         c.eq(a.stop(), 0, "agent exits 0")
