@@ -42,6 +42,14 @@ def load(binary, path, n):
     return int(p.stdout.decode().split()[-1])
 
 
+def load_two(binary, data):
+    """Two writers at once, 100,000 writes each: over any small budget."""
+    two = [subprocess.Popen([binary, data + str(i), "100000"], stdout=subprocess.DEVNULL)
+           for i in range(2)]
+    for p in two:
+        p.wait(120)
+
+
 def levels_by_win(ag):
     return {r["window"]: r["budget"]["level"] for r in ag}
 
@@ -172,10 +180,7 @@ def scenario_budget(agent_bin, load_bin):
     deadline = time.monotonic() + 40
     peak = 0
     while time.monotonic() < deadline:
-        two = [subprocess.Popen([load_bin, data + str(i), "100000"], stdout=subprocess.DEVNULL)
-               for i in range(2)]
-        for p in two:
-            p.wait(120)
+        load_two(load_bin, data)
         ag = agent_records(a.out)
         if ag:
             vfs_on = any(p["name"] == "vfs" and p["mechanism"] != "off" for p in ag[0]["probes"])
@@ -334,10 +339,7 @@ def scenario_retry(agent_bin, load_bin):
     top = LV["libraries_off"]
     deadline = time.monotonic() + 40
     while time.monotonic() < deadline:
-        two = [subprocess.Popen([load_bin, data + str(i), "100000"], stdout=subprocess.DEVNULL)
-               for i in range(2)]
-        for p in two:
-            p.wait(120)
+        load_two(load_bin, data)
         ag = agent_records(a.out)
         if ag and max(r["budget"]["level"] for r in ag) >= top:
             break
