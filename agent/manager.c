@@ -117,9 +117,10 @@ struct manager {
 	uint64_t budget_switch_ns;     /* CPU the last change of level took (attach, detach) */
 	uint64_t budget_switch_us_pub; /* the same, for the next window's record */
 	bool vfs_attached;	       /* the VFS layer attached under this configuration */
-	/* families (FAM_LIBS, FAM_VFS) the budget gave back that did not
-	 * start: tried again at a close every owed_gap windows, the gap
-	 * doubling to 64 (budget_retry) */
+	/* families (FAM_LIBS, FAM_VFS) the budget gave back, or a reload's
+	 * rollback restarted, that did not start: tried again at a close
+	 * every owed_gap windows, the gap doubling up to 64 windows or a
+	 * minute (budget_retry) */
 	unsigned budget_owed;
 	unsigned owed_gap;
 	uint64_t owed_retry_seq;
