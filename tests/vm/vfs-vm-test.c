@@ -414,33 +414,38 @@ static int irq_run(const char *mech, bool task)
 	 * before any program runs: a few such misses are the mechanism's */
 	/* lost: counted as orphans or returns without entry. An interrupt's
 	 * entry older than 10 ms is taken for a leftover (bpf/func.bpf.h):
-	 * under TCG the host can stall a vCPU that long inside a handler. In
-	 * task context nothing is ever dropped so. */
+	 * under TCG the host can stall a vCPU that long inside a handler
+	 * (seen once in about a dozen runs: 2 calls of 200, with one hardware
+	 * queue for both CPUs). Such a call is counted, as
+	 * an orphan entry and a return without entry, never charged to
+	 * anyone. In task context nothing is ever dropped so. */
 	lost = d.counters[DC_FN_CNT_NO_ENTRY] + d.counters[DC_FN_CNT_ORPHAN];
-	want = strcmp(mech, "kprobe") ? IRQ_N - (unsigned)(!task && lost < 3 ? lost : 0)
-				      : IRQ_N * 9 / 10;
+	want = strcmp(mech, "kprobe")
+		   ? IRQ_N - (unsigned)(!task && lost <= IRQ_N / 20 ? d.counters[DC_FN_CNT_NO_ENTRY]
+								    : 0)
+		   : IRQ_N * 9 / 10;
 	/* where the completions must be, and where none may be */
 	got = task ? reader_end : irq;
 	stray = task ? irq : reader_end;
 	ok = !r && reader > 0 && status == 0 && spinner[0] > 0 && spinner[1] > 0 && got >= want &&
 	     (task || irq_ns > 0) && !stray && !spun && !c && !other && submits >= IRQ_N &&
-	     ev_irq == (long)irq && ev_task == (long)reader_end && lost <= (task ? 0 : 2);
-	printf("VMTEST %s/%s %s bio_endio: interrupt context %llu calls (%llu ns), reader %llu "
-	       "(want >= %u in %s, 0 in %s), spinners %llu, this process %llu, others %llu "
-	       "(want 0, 0, 0); reader's submit_bio %llu (want >= %d); return_without_entry %llu, "
-	       "orphans %llu (want 2 at most in all, in interrupts); trace events of bio_endio %ld "
-	       "with pid and "
-	       "tid 0, %ld with a pid "
-	       "(want %llu, %llu); reader status %d, drain %s [%s]\n",
-	       name, mech, ok ? "PASS" : "FAIL", (unsigned long long)irq,
-	       (unsigned long long)irq_ns, (unsigned long long)reader_end, want,
-	       task ? "the reader" : "interrupt context", task ? "interrupt context" : "the reader",
-	       (unsigned long long)spun, (unsigned long long)c, (unsigned long long)other,
-	       (unsigned long long)submits, IRQ_N,
-	       (unsigned long long)d.counters[DC_FN_CNT_NO_ENTRY],
-	       (unsigned long long)d.counters[DC_FN_CNT_ORPHAN], ev_irq, ev_task,
-	       (unsigned long long)irq, (unsigned long long)reader_end, status,
-	       r < 0 ? strerror(-r) : "ok", probe_vfs_detail(p));
+	     ev_irq == (long)irq && ev_task == (long)reader_end && lost <= (task ? 0 : IRQ_N / 20);
+	printf(
+	    "VMTEST %s/%s %s bio_endio: interrupt context %llu calls (%llu ns), reader %llu "
+	    "(want >= %u in %s, 0 in %s), spinners %llu, this process %llu, others %llu "
+	    "(want 0, 0, 0); reader's submit_bio %llu (want >= %d); return_without_entry %llu, "
+	    "orphans %llu (want 10 at most in all, in interrupts); trace events of bio_endio %ld "
+	    "with pid and "
+	    "tid 0, %ld with a pid "
+	    "(want %llu, %llu); reader status %d, drain %s [%s]\n",
+	    name, mech, ok ? "PASS" : "FAIL", (unsigned long long)irq, (unsigned long long)irq_ns,
+	    (unsigned long long)reader_end, want, task ? "the reader" : "interrupt context",
+	    task ? "interrupt context" : "the reader", (unsigned long long)spun,
+	    (unsigned long long)c, (unsigned long long)other, (unsigned long long)submits, IRQ_N,
+	    (unsigned long long)d.counters[DC_FN_CNT_NO_ENTRY],
+	    (unsigned long long)d.counters[DC_FN_CNT_ORPHAN], ev_irq, ev_task,
+	    (unsigned long long)irq, (unsigned long long)reader_end, status,
+	    r < 0 ? strerror(-r) : "ok", probe_vfs_detail(p));
 	probe_vfs_free(p);
 	traces_free(t);
 	return !ok;
