@@ -1410,15 +1410,20 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 					m->vfs_attached = false;
 				r = families_start(m, &m->cfg, ch & FAM_ALL & ~FAM_LIBS,
 						   &config_error);
-				if (r >= 0)
+				/* owed where the level runs them; else they come
+				 * back with the detail, tried then */
+				if (r >= 0 && m->budget_level < DC_BUDGET_LIBRARIES_OFF)
 					budget_owe(m, 0);
 			}
 			if (r < 0)
 				return sd_event_exit(m->event, r);
 			/* a VFS layer that ran and now does not start is owed too,
 			 * not off as on a kernel that never had it */
-			if ((ch & FAM_VFS) && vfs_was && !m->vfs)
+			if ((ch & FAM_VFS) && vfs_was && !m->vfs) {
 				m->vfs_attached = true;
+				if (m->budget_level < DC_BUDGET_VFS_OFF)
+					budget_owe(m, 1);
+			}
 			/* the families come back at the budget's level, as they ran;
 			 * what cannot start is owed */
 			budget_apply(m, m->budget_level);
@@ -2070,8 +2075,8 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 			 a.libs_err[0] ? a.libs_err : strerror(-r));
 		if (m->start_quiet)
 			return log_debug_errno(r, "Cannot probe the configured libraries: %s",
-					       a.libs_err);
-		return log_error_errno(r, "Cannot probe the configured libraries: %s", a.libs_err);
+					       m->libs_err);
+		return log_error_errno(r, "Cannot probe the configured libraries: %s", m->libs_err);
 	}
 	if (jobs[VFS].on) {
 		r = jobs[VFS].r;

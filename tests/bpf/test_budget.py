@@ -419,6 +419,8 @@ def scenario_libs_gone(agent_bin, load_bin):
         c.check("Reload: reload failed to attach the new probes" in log,
                 "logged: the reload failed and went back")
         c.check("The library probes came back" in log, "logged: the libraries came back")
+        c.eq(log.count("The library probes did not start again"), 1,
+             "said once that they did not start again, not at every try")
     c.done()
 
 
