@@ -1669,17 +1669,21 @@ static unsigned budget_missing(const struct manager *m)
 	return fams;
 }
 
-/* Family i of budget_restart's table (0 libraries, 1 VFS) did not start:
- * owed, said when it was not already, its reason kept for probes[]. */
+/* The families a budget level can owe, by index (owed_detail's too). */
+static const struct {
+	unsigned fam;
+	const char *what;
+} owable[] = {{FAM_LIBS, "library"}, {FAM_VFS, "VFS"}};
+
+/* Family i of owable[] did not start: owed, said when it was not already,
+ * its reason kept for probes[]. */
 static void budget_owe(struct manager *m, size_t i)
 {
-	unsigned fam = i ? FAM_VFS : FAM_LIBS;
-
-	if (!(m->budget_owed & fam))
+	if (!(m->budget_owed & owable[i].fam))
 		log_warning("The %s probes did not start again; trying again at later windows' "
 			    "closes, spaced 1, 2, 4 ... windows apart up to 64 windows or a minute",
-			    i ? "VFS" : "library");
-	m->budget_owed |= fam;
+			    owable[i].what);
+	m->budget_owed |= owable[i].fam;
 	snprintf(m->owed_detail[i], sizeof(m->owed_detail[i]),
 		 "did not start again (%s); tried again at later windows' closes",
 		 i ? m->vfs_detail : m->libs_err);
@@ -1689,27 +1693,23 @@ static void budget_owe(struct manager *m, size_t i)
  * once per failure streak and family: a retry's own failure logs at debug. */
 static void budget_restart(struct manager *m, unsigned fams)
 {
-	static const struct {
-		unsigned fam;
-		const char *what;
-	} f[] = {{FAM_LIBS, "library"}, {FAM_VFS, "VFS"}};
 	bool config_error = false;
 	unsigned cap;
 
-	for (size_t i = 0; i < ELEMENTSOF(f); i++) {
-		if (!(fams & f[i].fam))
+	for (size_t i = 0; i < ELEMENTSOF(owable); i++) {
+		if (!(fams & owable[i].fam))
 			continue;
-		m->start_quiet = m->budget_owed & f[i].fam;
+		m->start_quiet = m->budget_owed & owable[i].fam;
 		/* the VFS layer's failure is logged and detailed by its start,
 		 * which returns 0 for it (expected on some kernels): it is told
 		 * by what is running */
-		families_start(m, &m->cfg, f[i].fam, &config_error);
+		families_start(m, &m->cfg, owable[i].fam, &config_error);
 		m->start_quiet = false;
-		if (!(budget_missing(m) & f[i].fam)) {
-			if (m->budget_owed & f[i].fam)
-				log_notice("The %s probes came back (window %llu)", f[i].what,
+		if (!(budget_missing(m) & owable[i].fam)) {
+			if (m->budget_owed & owable[i].fam)
+				log_notice("The %s probes came back (window %llu)", owable[i].what,
 					   (unsigned long long)m->win.cur.seq);
-			m->budget_owed &= ~f[i].fam;
+			m->budget_owed &= ~owable[i].fam;
 			continue;
 		}
 		budget_owe(m, i);

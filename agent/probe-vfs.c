@@ -17,6 +17,7 @@
 #include "kbtf.h"
 #include "macro.h"
 #include "mechanism.h"
+#include "preempt.h"
 #include "probe-vfs.h"
 #include "traces.h"
 #include "vfs.skel.h"
@@ -233,10 +234,12 @@ static void kernel_btf_load(struct kernel_btf *k)
 }
 
 /* A PREEMPT_RT kernel: /sys/kernel/realtime (1), or the build flavour in
- * uname -v; the preemption mode debugfs shows (full, lazy) does not say. */
+ * uname -v as preempt_parse() reads it; the preemption mode debugfs shows
+ * (full, lazy) does not say. */
 static bool kernel_is_rt(void)
 {
 	char c = 0;
+	const char *why;
 	struct utsname u;
 	FILE *f = fopen("/sys/kernel/realtime", "re");
 
@@ -246,7 +249,7 @@ static bool kernel_is_rt(void)
 		if (c == '1')
 			return true;
 	}
-	return !uname(&u) && strstr(u.version, "PREEMPT_RT");
+	return !uname(&u) && preempt_parse(NULL, u.version, NULL, NULL, &why) == DC_PREEMPT_RT;
 }
 
 /*

@@ -211,7 +211,7 @@ static __always_inline __s16 origin_trace(struct dc_blk_origin *o, struct task_s
 		return -1;
 	o->tid = o->tgid ? task->pid : 0;
 	cg = o->tgid ? dc_task_cgroup_id(task) : o->cgroup_id;
-	p = trace_layer_policy(o->tgid ? cg : 0);
+	p = trace_layer_policy(o->tgid ? cg : 0, true);
 	if (p == 0 && !o->tgid && cg && bpf_map_lookup_elem(&trace_full, &cg))
 		p = DC_TEV_FULL;
 	return (__s16)p;

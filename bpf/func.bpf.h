@@ -277,8 +277,7 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes, bool may
 		    .ret = ret,
 		};
 
-		trace_layer_call(&t,
-				 irq ? trace_layer_policy_none() : trace_layer_policy(k.cgroup_id));
+		trace_layer_call(&t, trace_layer_policy(k.cgroup_id, !irq));
 	}
 	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
 	if (!v) {

@@ -87,25 +87,17 @@ static __always_inline void trace_layer_count(__u32 layer, __u32 outcome)
 /* The policy of the current task's calls for the non-syscall layers:
  * DC_TEV_FULL, or 0 (only the slow rule can keep them); -1 when traces are
  * paused or off. Taken in the calling task's context (the cgroup walk reads
- * the current task). */
-static __always_inline int trace_layer_policy(__u64 cgroup_id)
+ * the current task). A call that is no process's (process false: an
+ * interrupt's) is never part of a workload traced in full, whatever task
+ * it interrupted. */
+static __always_inline int trace_layer_policy(__u64 cgroup_id, bool process)
 {
 	__u32 zero = 0;
 	struct dc_trace_cfg *c = bpf_map_lookup_elem(&trace_cfg, &zero);
 
 	if (!c || c->mode == DC_TRACE_OFF)
 		return -1;
-	return full_workload(c, cgroup_id) ? DC_TEV_FULL : 0;
-}
-
-/* The same for a call that is no process's (an interrupt's): never part
- * of a workload traced in full, whatever task it interrupted. */
-static __always_inline int trace_layer_policy_none(void)
-{
-	__u32 zero = 0;
-	struct dc_trace_cfg *c = bpf_map_lookup_elem(&trace_cfg, &zero);
-
-	return !c || c->mode == DC_TRACE_OFF ? -1 : 0;
+	return process && full_workload(c, cgroup_id) ? DC_TEV_FULL : 0;
 }
 
 struct trace_layer_call {
