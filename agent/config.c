@@ -19,6 +19,11 @@
 static const struct dc_cfg_item items[] = {
     {"interval", CFG_FLOAT, F(interval), "1.0", 0.01, DC_WINDOW_MAX_SEC, NULL,
      "window length in seconds; one feature vector per process per window"},
+    {"align_windows", CFG_BOOL, F(align_windows), "true", 0, 0, NULL,
+     "windows end on the multiples of interval on the wall clock (UTC): every node's "
+     "windows then cover the same spans, and records of a job's nodes join on ts_end. The "
+     "first window lasts between half and one and a half intervals. false: windows count "
+     "from the agent's start"},
     {"host", CFG_STRING, F(host), "", 0, 0, NULL,
      "host name put in every record; empty means the kernel's host name"},
     {"log_level", CFG_STRING, F(log_level), "info", 0, 0,

@@ -28,8 +28,9 @@ struct dc_lib_cfg {
 };
 
 struct dc_config {
-	double interval; /* seconds per window */
-	char host[256];	 /* "" = gethostname() */
+	double interval;    /* seconds per window */
+	bool align_windows; /* windows end on the interval's multiples, wall clock */
+	char host[256];	    /* "" = gethostname() */
 	char log_level[16];
 	char output[DC_STR_MAX]; /* JSON-lines file; "-" = stdout */
 	int64_t max_keys;	 /* (process, cgroup, op) keys per window */

@@ -723,16 +723,25 @@ static int on_stats_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 /* A window starts at now_ns: its sample is due half the off time later. A
  * failure to arm the timer leaves the statistics as they are: on, measured
- * over the whole window, not lost. */
-static void stats_window_start(struct manager *m, uint64_t now_ns, double interval)
+ * over the whole window, not lost. The window's own length, which aligned
+ * windows do not all share (window 0, one after a late close). */
+static void stats_window_start(struct manager *m, uint64_t now_ns)
 {
-	uint64_t window = (uint64_t)(interval * 1e9);
+	uint64_t window = windows_deadline(&m->win, now_ns) - now_ns;
 	uint64_t on_for = selfcost_stats_on_for(m->cost, window);
+	uint64_t per_interval = selfcost_stats_on_for(m->cost, m->win.interval_ns);
 	uint64_t at = (now_ns + (window - on_for) / 2) / NSEC_PER_USEC;
 	int r;
 
-	if (on_for && on_for < SELFCOST_MIN_SAMPLE_NS) {
+	/* every window's sample would be too short: on for good */
+	if (per_interval && per_interval < SELFCOST_MIN_SAMPLE_NS) {
 		selfcost_stats_keep_on(m->cost, now_ns);
+		on_for = 0;
+	} else if (on_for && on_for < SELFCOST_MIN_SAMPLE_NS) {
+		/* this window alone is short (window 0 of aligned windows, the
+		 * start taking part of it; one after a late close): sampled
+		 * whole */
+		selfcost_stats_on(m->cost, now_ns);
 		on_for = 0;
 	}
 	m->stats_on_for_ns = on_for;
@@ -953,7 +962,7 @@ static int manager_close_window(struct manager *m)
 
 		selfcost_window(m->cost, layers, ELEMENTSOF(layers),
 				w.end_mono_ns - w.start_mono_ns, w.end_mono_ns);
-		stats_window_start(m, w.end_mono_ns, m->cfg.interval);
+		stats_window_start(m, w.end_mono_ns);
 	}
 	m->fres = &fres;
 	m->urd = m->ur ? &urres : NULL;
@@ -1459,7 +1468,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		/* the tries' spacing is counted in windows: started afresh */
 		m->owed_gap = 0;
 		m->owed_retry_seq = m->win.cur.seq + 1;
-		windows_set_interval(&m->win, (uint64_t)(nc.interval * 1e9));
+		windows_set_interval(&m->win, (uint64_t)(nc.interval * 1e9), nc.align_windows);
 		sd_event_source_set_time(
 		    m->timer, windows_deadline(&m->win, clock_ns(CLOCK_MONOTONIC)) / NSEC_PER_USEC);
 	}
@@ -1473,7 +1482,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 			selfcost_adopt(sc, m->cost);
 			selfcost_free(m->cost);
 			m->cost = sc;
-			stats_window_start(m, clock_ns(CLOCK_MONOTONIC), nc.interval);
+			stats_window_start(m, clock_ns(CLOCK_MONOTONIC));
 		}
 	}
 	/* what was applied: a trace policy that failed kept its old fields */
@@ -1530,6 +1539,7 @@ static unsigned key_scope(const char *path)
 		unsigned scope;
 	} t[] = {
 	    {"interval", CH_INTERVAL},
+	    {"align_windows", CH_INTERVAL},
 	    {"log_level", CH_LOG},
 	    {"host", CH_HOST | CH_SINKS | FAM_SYSCALL},
 	    {"output.", CH_SINKS},
@@ -2288,8 +2298,9 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	    (r = sd_event_add_signal(m->event, NULL, SIGHUP, on_hup, m)) < 0)
 		return log_error_errno(r, "Cannot install signal handlers: %m");
 
-	windows_init(&m->win, (uint64_t)(cfg->interval * 1e9), t0_mono, t0_real_us);
-	stats_window_start(m, clock_ns(CLOCK_MONOTONIC), cfg->interval);
+	windows_init(&m->win, (uint64_t)(cfg->interval * 1e9), cfg->align_windows, t0_mono,
+		     t0_real_us);
+	stats_window_start(m, clock_ns(CLOCK_MONOTONIC));
 	selfstat_read(&m->self);
 	r = sd_event_add_time(m->event, &m->timer, CLOCK_MONOTONIC,
 			      windows_deadline(&m->win, clock_ns(CLOCK_MONOTONIC)) / NSEC_PER_USEC,

@@ -419,6 +419,43 @@ def scenario_sigterm(agent_bin, wl_bin):
     c.done()
 
 
+def scenario_windows(agent_bin, wl_bin):
+    """Windows end on the wall clock's multiples of the interval whenever the
+    agent started (align_windows, the default); with it false, an interval
+    after the agent's start. Each agent starts a quarter of an interval past
+    a multiple, where unaligned windows then end."""
+    c = Checks()
+    iv = 0.5
+    for align in (True, False):
+        time.sleep(iv - time.time() % iv + 0.25)
+        a = Agent(agent_bin, "interval = %g;\n%s" % (iv, "" if align else "align_windows = false;\n"))
+        time.sleep(2.4)
+        c.eq(a.stop(), 0, "agent exits 0")
+        recs = a.records()
+        check_schema(c, recs)
+        w = [r for r in recs if r["type"] == "agent"][:-1]  # the last: closed by the stop
+        phase = [round(r["ts_end"] / 1e6 % iv, 3) for r in w]
+        dur = [r["duration_us"] / 1e6 for r in w]
+        c.check(len(w) >= 3, "%d windows closed by their timer" % len(w))
+        if align:
+            c.check(all(p < 0.1 for p in phase),
+                    "aligned: every window ends less than 0.1 s past a multiple of %g s "
+                    "(past it by %s)" % (iv, phase))
+            # longer where the start took past its end (a loaded machine)
+            c.check(dur[0] >= iv / 2,
+                    "aligned: window 0 lasts at least half an interval (%s)" % dur[0])
+        else:
+            c.check(all(0.2 <= p <= 0.45 for p in phase),
+                    "align_windows = false: windows end where the agent started, a quarter of "
+                    "an interval past a multiple (past it by %s)" % phase)
+            c.check(dur[0] > iv - 0.1 and abs(dur[0] / iv - round(dur[0] / iv)) < 0.2,
+                    "align_windows = false: window 0 lasts an interval, or whole intervals where "
+                    "the start took past its end (%s)" % dur[0])
+        c.check(all(abs(d - iv) < 0.1 for d in dur[1:]),
+                "the windows after the first last an interval (%s)" % dur[1:])
+    c.done()
+
+
 def scenario_sigint_duration(agent_bin, wl_bin):
     """--duration ends the run cleanly; SIGINT does the same."""
     c = Checks()
@@ -1244,7 +1281,7 @@ def main():
      "file-turnover": scenario_file_turnover,
      "many-keys": scenario_many_keys,
      "sigterm": scenario_sigterm, "restart": scenario_restart,
-     "duration": scenario_sigint_duration}[scenario](agent_bin, wl_bin)
+     "duration": scenario_sigint_duration, "windows": scenario_windows}[scenario](agent_bin, wl_bin)
 
 
 if __name__ == "__main__":
