@@ -720,63 +720,115 @@ static int load(struct dc_config *c, config_t *cf, int ok, const char *file, cha
 }
 
 /*
+ * A configuration file's whole text, from a regular file or a pipe
+ * (-c /dev/stdin). libconfig's scanner exit()s on a directory ("input in
+ * flex scanner failed"), which on a reload would end the agent and lose its
+ * window; and it reads a NUL byte as the end of the text.
+ */
+static int read_text(const char *path, const char *from, int from_line, char **ret, char *err,
+		     size_t errlen)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t cap = 0;
+	struct stat st;
+	ssize_t n;
+	FILE *f;
+	int r;
+
+	f = fopen(path, "re");
+	if (!f) {
+		r = -errno;
+		if (from)
+			fail(err, errlen, "%s:%d: cannot open @include file '%s': %s", from,
+			     from_line, path, strerror(-r));
+		else
+			fail(err, errlen, "%s: cannot open: %s", path, strerror(-r));
+		return r;
+	}
+	if (fstat(fileno(f), &st) < 0 || S_ISDIR(st.st_mode)) {
+		fclose(f);
+		if (from)
+			return fail(err, errlen, "%s:%d: @include '%s' is a directory", from,
+				    from_line, path);
+		return fail(err, errlen, "%s: is a directory", path);
+	}
+	n = getdelim(&text, &cap, '\0', f);
+	r = n < 0 && ferror(f) ? -errno : 0;
+	fclose(f);
+	if (r < 0) {
+		fail(err, errlen, "%s: cannot read: %s", path, strerror(-r));
+		return r;
+	}
+	if (n < 0) { /* empty */
+		free(text);
+		text = strdup("");
+		if (!text)
+			return -ENOMEM;
+	} else if ((size_t)n != strlen(text)) {
+		int line = 1;
+
+		for (const char *p = text; *p; p++)
+			line += *p == '\n';
+		return fail(err, errlen, "%s:%d: a NUL byte: not a configuration file", path, line);
+	}
+	*ret = TAKE_PTR(text);
+	return 0;
+}
+
+/*
  * libconfig 1.5 (Debian 12) reads an integer without the L suffix into 32
  * bits and keeps the low ones without a word: maps.max_keys = 4294975488
  * becomes 8192, in range, and a uid list can name another user. Before it
- * parses, the file's integers are read here (outside strings and comments,
+ * parses, the text's integers are read here (outside strings and comments,
  * @include'd files too) and one that does not fit is an error naming it.
+ * So is a comment or string left open at the end of a file, which libconfig
+ * takes for the end of the file, ignoring what follows its start.
  */
-static int check_int_literals(const char *path, int depth, char *err, size_t errlen)
+static int check_text(const char *text, const char *path, int depth, char *err, size_t errlen)
 {
-	_cleanup_free_ char *text = NULL;
-	size_t len = 0;
-	struct stat st;
 	int line = 1;
-	FILE *f;
 
 	if (depth > 10)
 		return 0; /* libconfig reports the include loop */
-	f = fopen(path, "re");
-	if (!f)
-		return 0; /* libconfig reports it */
-	/* a pipe (-c /dev/stdin) is read once, by libconfig: not scanned */
-	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
-		fclose(f);
-		return 0;
-	}
-	if (getdelim(&text, &len, '\0', f) < 0) {
-		fclose(f);
-		return 0;
-	}
-	fclose(f);
 	for (const char *p = text; *p; p++) {
 		if (*p == '\n') {
 			line++;
 		} else if (*p == '"') {
+			int open = line;
+
 			for (p++; *p && *p != '"'; p++)
 				if (*p == '\\' && p[1])
 					p++;
 				else if (*p == '\n')
 					line++;
 			if (!*p)
-				break;
+				return fail(err, errlen,
+					    "%s:%d: a string left open to the end of the file",
+					    path, open);
 		} else if (*p == '#' || (*p == '/' && p[1] == '/')) {
 			while (p[1] && p[1] != '\n')
 				p++;
 		} else if (*p == '/' && p[1] == '*') {
+			int open = line;
+
 			for (p += 2; *p && !(*p == '*' && p[1] == '/'); p++)
 				line += *p == '\n';
 			if (!*p)
-				break;
+				return fail(err, errlen,
+					    "%s:%d: a /* comment left open to the end of the file",
+					    path, open);
 			p++;
 		} else if (!strncmp(p, "@include", 8)) {
 			const char *q = strchr(p, '"'), *e = q ? strchr(q + 1, '"') : NULL;
+			_cleanup_free_ char *inc_text = NULL;
 			char inc[PATH_MAX];
 			int r;
 
 			if (q && e && (size_t)(e - q - 1) < sizeof(inc)) {
 				snprintf(inc, sizeof(inc), "%.*s", (int)(e - q - 1), q + 1);
-				r = check_int_literals(inc, depth + 1, err, errlen);
+				r = read_text(inc, path, line, &inc_text, err, errlen);
+				if (r >= 0)
+					r = check_text(inc_text, inc, depth + 1, err, errlen);
 				if (r < 0)
 					return r;
 				p = e;
@@ -812,27 +864,22 @@ static int check_int_literals(const char *path, int depth, char *err, size_t err
 	return 0;
 }
 
+/* The text read once, checked, then parsed: a pipe is read only once. */
 int config_load(struct dc_config *c, const char *path, char *err, size_t errlen)
 {
+	_cleanup_free_ char *text = NULL;
 	config_t cf;
-	FILE *f;
 	int r;
 
-	f = fopen(path, "re");
-	if (!f) {
-		r = -errno;
-		fail(err, errlen, "%s: cannot open: %s", path, strerror(-r));
+	r = read_text(path, NULL, 0, &text, err, errlen);
+	if (r < 0)
 		return r;
-	}
-	r = check_int_literals(path, 0, err, errlen);
-	if (r < 0) {
-		fclose(f);
+	r = check_text(text, path, 0, err, errlen);
+	if (r < 0)
 		return r;
-	}
 	config_init(&cf);
-	r = load(c, &cf, config_read(&cf, f), path, err, errlen);
+	r = load(c, &cf, config_read_string(&cf, text), path, err, errlen);
 	config_destroy(&cf);
-	fclose(f);
 	return r;
 }
 

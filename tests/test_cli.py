@@ -105,6 +105,38 @@ p = conf('filter = { exclude_cgroups = ["system.slice"]; };\n')
 rc, out, err = run("--config", p, "--output", os.path.join(tmp, "out.jsonl"), "--duration", "1")
 c.check(rc == 2 and "filter.exclude_cgroups" in err and "absolute" in err,
         "a relative cgroup path: exit 2 (%r)" % err)
+# libconfig's scanner exit()s on a directory, and ends the file at an
+# unterminated comment or string or a NUL byte, ignoring the rest
+d = os.path.join(tmp, "dir.conf")
+os.mkdir(d)
+rc, out, err = run("--check-config=" + d)
+c.check(rc == 2 and d + ": is a directory" in err, "a directory for the file: exit 2, named (%r)" % err)
+p = conf('interval = 0.5;\n@include "%s"\n' % d)
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and p + ":2:" in err and "is a directory" in err,
+        "an @include of a directory: exit 2, the including line named (%r)" % err)
+p = conf('interval = 0.5;\n@include "%s"\n' % os.path.join(tmp, "gone.conf"))
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and p + ":2:" in err and "gone.conf" in err and "No such file" in err,
+        "an @include of a missing file names it and the including line (%r)" % err)
+p = conf("interval = 0.5;\n/* note\nmaps = { max_keys = 1; };\n")
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and p + ":2:" in err and "comment left open" in err,
+        "an unterminated comment hides no settings (%r)" % err)
+p = conf('interval = 0.5;\nhost = "node\nmaps = { max_keys = 1; };\n')
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and p + ":2:" in err and "string left open" in err,
+        "an unterminated string hides no settings (%r)" % err)
+p = conf("interval = 0.5;\n\0maps = { max_keys = 1; };\n")
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and p + ":2:" in err and "NUL" in err, "a NUL byte refused, not the end (%r)" % err)
+pr = subprocess.run([agent, "--check-config=/dev/stdin"], input="maps = { max_keys = 4294975488; };\n",
+                    capture_output=True, text=True, timeout=30)
+c.check(pr.returncode == 2 and "L suffix" in pr.stderr,
+        "a configuration from a pipe has its integers checked too (%r)" % pr.stderr)
+pr = subprocess.run([agent, "--check-config=/dev/stdin"], input="interval = 0.5;\n",
+                    capture_output=True, text=True, timeout=30)
+c.check(pr.returncode == 0, "a good configuration from a pipe is read (%r)" % pr.stderr)
 rc, out, err = run("--check-config=" + os.path.join(tmp, "missing.conf"))
 c.check(rc == 2 and "missing.conf" in err and "No such file" in err, "missing file named (%r)" % err)
 rc, out, err = run("--help-config")
