@@ -159,6 +159,7 @@ static void seg_done(struct sink_kafka *k, struct kseg *g)
 static int seg_load(struct sink_kafka *k, struct kseg *g)
 {
 	char err[256], path[512];
+	struct dc_seg_meta meta;
 	int r;
 
 	if (g->loaded)
@@ -166,7 +167,17 @@ static int seg_load(struct sink_kafka *k, struct kseg *g)
 	r = spool_read(k->spool, g->meta.seq, &k->scratch);
 	if (r < 0)
 		return r;
-	r = seg_decode(k->scratch.data, k->scratch.len, &g->meta, &g->raw, err, sizeof(err));
+	r = seg_decode(k->scratch.data, k->scratch.len, &meta, &g->raw, err, sizeof(err));
+	/* the file's name is its place in the order, and what is read, set
+	 * aside and deleted by: a header naming another segment (a spool
+	 * renamed or merged by hand) is not trusted for either */
+	if (r >= 0 && meta.seq != g->meta.seq) {
+		snprintf(err, sizeof(err), "its header says segment %" PRIu64, meta.seq);
+		buf_free(&g->raw);
+		r = -EBADMSG;
+	}
+	if (r >= 0)
+		g->meta = meta;
 	if (r == -EBADMSG) {
 		spool_path(k->spool, g->meta.seq, path, sizeof(path));
 		log_error("Spool segment %s is unreadable (%s): set aside as %s.bad, "
@@ -1078,7 +1089,18 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 			g->meta.seq = ex[i].seq;
 			g->file_bytes = ex[i].bytes;
 			/* verify now: a damaged segment is reported at start, by name */
-			if (seg_load(k, g) < 0) {
+			r = seg_load(k, g);
+			if (r < 0) {
+				if (r != -EBADMSG) {
+					char path[512];
+
+					spool_path(k->spool, ex[i].seq, path, sizeof(path));
+					log_error_errno(
+					    r,
+					    "Cannot read spool segment %s: %m; left where "
+					    "it is, not delivered by this run",
+					    path);
+				}
 				kseg_free(g);
 				continue;
 			}
@@ -1089,6 +1111,10 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 			*tail = g;
 			tail = &g->next;
 		}
+		if (spool_skipped(k->spool))
+			log_warning("Spool %s: %zu entries named like segments are none (a "
+				    "directory, a sign, a number past %" PRIu64 "): left alone",
+				    p->spool_dir, spool_skipped(k->spool), (uint64_t)SPOOL_SEQ_MAX);
 		if (n)
 			log_info("Spool %s: %zu segments (%" PRIu64 " bytes) from earlier runs to "
 				 "deliver first",

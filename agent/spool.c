@@ -19,6 +19,7 @@ struct spool {
 	int dir_fd;
 	bool fsync;
 	uint64_t next_seq;
+	size_t skipped; /* names like a segment's that are none */
 	struct spool_entry *existing;
 	size_t n_existing;
 };
@@ -73,9 +74,20 @@ int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 		}
 		if (l != 24 || strcmp(de->d_name + 20, ".seg"))
 			continue;
-		seq = strtoull(de->d_name, &end, 10);
-		if (end != de->d_name + 20 || fstatat(s->dir_fd, de->d_name, &st, 0) < 0)
+		/* twenty digits, no sign (strtoull takes "-1" for 2^64 - 1), and
+		 * far from the top: next_seq must never wrap to an older name.
+		 * Anything else, a directory too, is not this agent's: left
+		 * alone, and the sink names what it skipped (spool_skipped). */
+		if (strspn(de->d_name, "0123456789") != 20) {
+			s->skipped++;
 			continue;
+		}
+		seq = strtoull(de->d_name, &end, 10);
+		if (seq > SPOOL_SEQ_MAX || fstatat(s->dir_fd, de->d_name, &st, 0) < 0 ||
+		    !S_ISREG(st.st_mode)) {
+			s->skipped++;
+			continue;
+		}
 		if (s->n_existing % 64 == 0) {
 			void *n = realloc(s->existing, (s->n_existing + 64) * sizeof(*s->existing));
 
@@ -120,6 +132,11 @@ const struct spool_entry *spool_existing(const struct spool *s, size_t *n)
 {
 	*n = s->n_existing;
 	return s->existing;
+}
+
+size_t spool_skipped(const struct spool *s)
+{
+	return s->skipped;
 }
 
 uint64_t spool_next_seq(struct spool *s)

@@ -29,6 +29,12 @@ const char *spool_dir(const struct spool *s);
 
 /* Segments found at open, in seq order (owned by the spool). */
 const struct spool_entry *spool_existing(const struct spool *s, size_t *n);
+/* Sequence numbers stay below this: a name above it is not taken for a
+ * segment, so that the next one never wraps around to an older name. */
+#define SPOOL_SEQ_MAX (UINT64_MAX / 2)
+/* Entries named like a segment that are none (a directory, a sign, a
+ * number above SPOOL_SEQ_MAX), left alone at open. */
+size_t spool_skipped(const struct spool *s);
 uint64_t spool_next_seq(struct spool *s);
 
 int spool_write(struct spool *s, uint64_t seq, const char *data, size_t len);

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -68,10 +69,10 @@ def windows_by_run(msgs):
     return runs
 
 
-def wait_spool_empty(spool, timeout):
+def wait_spool_empty(spool, timeout, ignore=()):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not [f for f in os.listdir(spool) if f.endswith(".seg")]:
+        if not [f for f in os.listdir(spool) if f.endswith(".seg") and f not in ignore]:
             return True
         time.sleep(0.2)
     return False
@@ -228,7 +229,9 @@ def scenario_kill9(agent_bin, wl_bin, mock_bin):
 
 
 def scenario_corrupt(agent_bin, wl_bin, mock_bin):
-    """A truncated and a corrupted segment: named, set aside; the rest delivered."""
+    """A truncated and a corrupted segment, and one whose header names another
+    segment (a spool renamed by hand): named, set aside by their own names;
+    entries named like segments that are none left alone; the rest delivered."""
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-kafka-")
     b = Broker(mock_bin)
@@ -240,7 +243,19 @@ def scenario_corrupt(agent_bin, wl_bin, mock_bin):
     a.proc.wait(10)
     segs = sorted(f for f in os.listdir(spool) if f.endswith(".seg"))
     c.check(len(segs) >= 10, "segments to work with (%d)" % len(segs))
-    trunc, corrupt = segs[3], segs[6]
+    trunc, corrupt, moved, other = segs[3], segs[6], segs[5], segs[8]
+
+    def kind(name):
+        with open(os.path.join(spool, name), "rb") as f:
+            return struct.unpack_from("<I", f.read(16), 12)[0]
+    # the windows lost are those of the feature segments (kind 0) set aside
+    lost = sum(kind(x) == 0 for x in (trunc, corrupt, moved))
+    with open(os.path.join(spool, other), "rb") as f, open(os.path.join(spool, moved), "wb") as g:
+        g.write(f.read())
+    # a sign strtoull would take for 2^64 - 1, and a directory
+    odd = ["-0000000000000000001.seg", "00000000000000099999.seg"]
+    open(os.path.join(spool, odd[0]), "w").close()
+    os.mkdir(os.path.join(spool, odd[1]))
     with open(os.path.join(spool, trunc), "r+b") as f:
         size = f.seek(0, 2)
         f.truncate(size // 2)
@@ -252,19 +267,28 @@ def scenario_corrupt(agent_bin, wl_bin, mock_bin):
         f.write(bytes([byte[0] ^ 0xFF]))
     b.cmd("up")
     a2 = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.1))
-    c.check(wait_spool_empty(spool, 60), "the rest of the spool is delivered")
+    c.check(wait_spool_empty(spool, 60, odd), "the rest of the spool is delivered")
     c.eq(a2.stop(), 0, "agent exits 0")
     log = a2.log()
     c.check(trunc in log and "truncated" in log, "the truncated segment is named: %s" % trunc)
     c.check(corrupt in log and "checksum" in log, "the corrupted segment is named: %s" % corrupt)
     c.check(os.path.exists(os.path.join(spool, trunc + ".bad")) and
             os.path.exists(os.path.join(spool, corrupt + ".bad")), "both set aside as .bad")
+    c.check(moved in log and "header says segment %d" % int(other[:20]) in log
+            and os.path.exists(os.path.join(spool, moved + ".bad")),
+            "the segment whose header names another is named and set aside: %s" % moved)
+    c.check(not os.path.exists(os.path.join(spool, other + ".bad"))
+            and not os.path.exists(os.path.join(spool, other)),
+            "the segment it named is delivered, not set aside: %s" % other)
+    c.check(all(os.path.exists(os.path.join(spool, x)) for x in odd)
+            and "2 entries named like segments are none" in log,
+            "entries named like segments that are none: left alone, counted in the log")
     agents = consume(b.bootstrap, "datacrumbs.agent")
     runs = windows_by_run(agents)
     first = agents[0]["hdr"]["run"]
     w = sorted(set(runs[first]))
     missing = sorted(set(range(max(w) + 1)) - set(w))
-    c.eq(len(missing), 2, "exactly the two damaged windows are missing (%s)" % missing)
+    c.eq(len(missing), lost, "exactly the damaged segments' windows are missing (%s)" % missing)
     b.close()
     c.done()
 
