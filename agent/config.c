@@ -700,6 +700,31 @@ static int apply_setting(struct dc_config *c, config_setting_t *s, const char *f
 	return 0;
 }
 
+/* Settings that are each valid and together are not. The features or agent
+ * topic left empty with brokers set would drop their records, earlier runs'
+ * spooled ones too, without a word. (An empty traces or stacks topic keeps
+ * those on the node, as documented.) */
+static int check_topics(const struct dc_config *c, const char *file, char *err, size_t errlen)
+{
+	const struct {
+		const char *name;
+		const char *topic;
+	} t[] = {
+	    {"features", c->kafka_topic_features},
+	    {"agent", c->kafka_topic_agent},
+	};
+
+	if (!c->kafka_brokers[0])
+		return 0;
+	for (size_t i = 0; i < ELEMENTSOF(t); i++)
+		if (!t[i].topic[0])
+			return fail(err, errlen,
+				    "%s: kafka.topics.%s is empty while kafka.brokers is set: its "
+				    "records would go to no topic",
+				    file, t[i].name);
+	return 0;
+}
+
 static int load(struct dc_config *c, config_t *cf, int ok, const char *file, char *err,
 		size_t errlen)
 {
@@ -713,6 +738,9 @@ static int load(struct dc_config *c, config_t *cf, int ok, const char *file, cha
 	/* parse aside: the caller's config changes only if the whole file is good */
 	config_defaults(&tmp);
 	r = apply_group(&tmp, config_root_setting(cf), file, err, errlen);
+	if (r)
+		return r;
+	r = check_topics(&tmp, file, err, errlen);
 	if (r)
 		return r;
 	*c = tmp;

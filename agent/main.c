@@ -14,6 +14,7 @@
 #include "log.h"
 #include "manager.h"
 #include "secrets.h"
+#include "sink.h"
 
 /* Exit codes: 0 done, 1 could not run (BPF refused, output unusable, ...),
  * 2 bad command line or configuration. */
@@ -84,6 +85,15 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
 	if (cfg->kafka_secrets[0] &&
 	    (r = secrets_load(cfg->kafka_secrets, cfg->kafka_properties,
 			      sizeof(cfg->kafka_properties), err, sizeof(err))) < 0)
+		return log_error("Invalid configuration: %s", err), r;
+	/* what the sinks would refuse at start, refused here: --check-config
+	 * (and a unit's ExecReload= check) then says what starting would */
+	if (!cfg->output[0] && !cfg->kafka_brokers[0])
+		return log_error("Invalid configuration: output.path is empty and kafka.brokers "
+				 "is not set: the records would go nowhere"),
+		       -EINVAL;
+	if (cfg->kafka_brokers[0] &&
+	    (r = sink_kafka_check(cfg->kafka_brokers, cfg->kafka_properties, err, sizeof(err))) < 0)
 		return log_error("Invalid configuration: %s", err), r;
 	return 0;
 }

@@ -963,8 +963,10 @@ static void producer_free(struct sink_kafka *k)
 	k->rk = NULL;
 }
 
-int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc_sink **ret,
-		   char *err, size_t errlen)
+/* The client's configuration: the brokers, the agent's defaults, then the
+ * operator's properties verbatim, which may override them. */
+static int kafka_conf_new(const char *brokers, const char *host, const char *properties,
+			  rd_kafka_conf_t **ret, char *err, size_t errlen)
 {
 	static const char *const defaults[][2] = {
 	    /* durability is the spool's: never expire a queued message */
@@ -982,11 +984,65 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 	    /* wire and payload byte totals for the agent record */
 	    {"statistics.interval.ms", "1000"},
 	};
-	struct sink_kafka *k;
 	rd_kafka_conf_t *conf;
 	char client_id[300];
 	const char *line;
 	size_t n;
+	int r;
+
+	conf = rd_kafka_conf_new();
+	snprintf(client_id, sizeof(client_id), "datacrumbs-%s", host);
+	r = conf_set(conf, "bootstrap.servers", brokers, err, errlen);
+	if (!r)
+		r = conf_set(conf, "client.id", client_id, err, errlen);
+	for (size_t i = 0; !r && i < ELEMENTSOF(defaults); i++)
+		r = conf_set(conf, defaults[i][0], defaults[i][1], err, errlen);
+	for (line = properties; !r && line && *line; line += n + (line[n] == '\n')) {
+		char name[256], value[1024];
+		const char *eq;
+
+		n = strcspn(line, "\n");
+		eq = memchr(line, '=', n);
+		if (!eq || eq == line || (size_t)(eq - line) >= sizeof(name) ||
+		    n - (size_t)(eq - line) > sizeof(value)) {
+			/* up to a separator someone might have used instead of '=',
+			 * so that a "sasl.password: ..." line shows its name only */
+			size_t shown = eq ? (size_t)(eq - line) : strcspn(line, ": \t\n");
+
+			snprintf(err, errlen, "kafka.properties: '%.*s%s' is not name=value",
+				 (int)(shown < n ? shown : n), line, shown < n ? "..." : "");
+			r = -EINVAL;
+			break;
+		}
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - line), line);
+		snprintf(value, sizeof(value), "%.*s", (int)(n - (size_t)(eq - line) - 1), eq + 1);
+		r = conf_set(conf, name, value, err, errlen);
+		explicit_bzero(value, sizeof(value));
+	}
+	if (r) {
+		rd_kafka_conf_destroy(conf);
+		return r;
+	}
+	*ret = conf;
+	return 0;
+}
+
+int sink_kafka_check(const char *brokers, const char *properties, char *err, size_t errlen)
+{
+	rd_kafka_conf_t *conf;
+	int r;
+
+	r = kafka_conf_new(brokers, "check", properties, &conf, err, errlen);
+	if (r >= 0)
+		rd_kafka_conf_destroy(conf);
+	return r;
+}
+
+int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc_sink **ret,
+		   char *err, size_t errlen)
+{
+	struct sink_kafka *k;
+	rd_kafka_conf_t *conf;
 	int r;
 
 	k = calloc(1, sizeof(*k));
@@ -1015,38 +1071,8 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 	snprintf(k->topic_name[DC_REC_STACKS], sizeof(k->topic_name[0]), "%s",
 		 p->topic_stacks ? p->topic_stacks : "");
 
-	conf = rd_kafka_conf_new();
-	snprintf(client_id, sizeof(client_id), "datacrumbs-%s", p->host);
-	r = conf_set(conf, "bootstrap.servers", p->brokers, err, errlen);
-	if (!r)
-		r = conf_set(conf, "client.id", client_id, err, errlen);
-	for (size_t i = 0; !r && i < ELEMENTSOF(defaults); i++)
-		r = conf_set(conf, defaults[i][0], defaults[i][1], err, errlen);
-	/* the operator's properties, verbatim, after the defaults they may override */
-	for (line = p->properties; !r && line && *line; line += n + (line[n] == '\n')) {
-		char name[256], value[1024];
-		const char *eq;
-
-		n = strcspn(line, "\n");
-		eq = memchr(line, '=', n);
-		if (!eq || eq == line || (size_t)(eq - line) >= sizeof(name) ||
-		    n - (size_t)(eq - line) > sizeof(value)) {
-			/* up to a separator someone might have used instead of '=',
-			 * so that a "sasl.password: ..." line shows its name only */
-			size_t shown = eq ? (size_t)(eq - line) : strcspn(line, ": \t\n");
-
-			snprintf(err, errlen, "kafka.properties: '%.*s%s' is not name=value",
-				 (int)(shown < n ? shown : n), line, shown < n ? "..." : "");
-			r = -EINVAL;
-			break;
-		}
-		snprintf(name, sizeof(name), "%.*s", (int)(eq - line), line);
-		snprintf(value, sizeof(value), "%.*s", (int)(n - (size_t)(eq - line) - 1), eq + 1);
-		r = conf_set(conf, name, value, err, errlen);
-		explicit_bzero(value, sizeof(value));
-	}
+	r = kafka_conf_new(p->brokers, p->host, p->properties, &conf, err, errlen);
 	if (r) {
-		rd_kafka_conf_destroy(conf);
 		kafka_free(&k->base);
 		return r;
 	}
@@ -1076,8 +1102,9 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 	}
 	/* a previous run's undelivered windows go first, in order */
 	{
-		const struct spool_entry *ex = spool_existing(k->spool, &n);
 		struct kseg **tail = &k->head;
+		size_t n;
+		const struct spool_entry *ex = spool_existing(k->spool, &n);
 
 		for (size_t i = 0; i < n; i++) {
 			struct kseg *g = calloc(1, sizeof(*g));

@@ -108,6 +108,10 @@ struct sink_kafka_params {
 	uint64_t start_timeout_ms;
 };
 
+/* Whether librdkafka takes these brokers and properties (after the agent's
+ * defaults), without connecting: -EINVAL with its words in err. */
+int sink_kafka_check(const char *brokers, const char *properties, char *err, size_t errlen);
+
 /* A Kafka producer behind a write-ahead disk spool (sink-kafka.c). On a bad
  * property or an unknown topic: -EINVAL/-ENOENT with librdkafka's words in err. */
 int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc_sink **ret,

@@ -137,6 +137,24 @@ c.check(pr.returncode == 2 and "L suffix" in pr.stderr,
 pr = subprocess.run([agent, "--check-config=/dev/stdin"], input="interval = 0.5;\n",
                     capture_output=True, text=True, timeout=30)
 c.check(pr.returncode == 0, "a good configuration from a pipe is read (%r)" % pr.stderr)
+# what the sinks would refuse at start, --check-config refuses
+p = conf('kafka = { brokers = "127.0.0.1:1"; topics = { features = ""; }; };\n')
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and "kafka.topics.features is empty" in err,
+        "an empty features topic with brokers set refused, not its records dropped (%r)" % err)
+p = conf('kafka = { brokers = "127.0.0.1:1"; topics = { traces = ""; }; };\n')
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 0, "an empty traces topic keeps traces on the node: valid (%r)" % err)
+p = conf('kafka = { brokers = "127.0.0.1:1"; properties = ["no.such.property=1"]; };\n')
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and "no.such.property" in err and "No such configuration property" in err,
+        "a Kafka property librdkafka rejects, refused by --check-config (%r)" % err)
+p = conf('output = { path = ""; };\n')
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and "output.path is empty" in err,
+        "no output and no brokers refused by --check-config (%r)" % err)
+rc, out, err = run("--check-config=" + p, "--output", os.path.join(tmp, "o.jsonl"))
+c.check(rc == 0, "... valid with --output (%r)" % err)
 rc, out, err = run("--check-config=" + os.path.join(tmp, "missing.conf"))
 c.check(rc == 2 and "missing.conf" in err and "No such file" in err, "missing file named (%r)" % err)
 rc, out, err = run("--help-config")
