@@ -66,6 +66,8 @@ int args_parse(int argc, char **argv, struct dc_args *a, char *err, size_t errle
 
 		switch (c) {
 		case 'c':
+			if (!*optarg)
+				return fail(err, errlen, "--config: empty file name%s", "");
 			if (a->config && strcmp(a->config, optarg))
 				return two_files(err, errlen, a->config, optarg);
 			a->config = optarg;
@@ -76,11 +78,14 @@ int args_parse(int argc, char **argv, struct dc_args *a, char *err, size_t errle
 		case 'd':
 			errno = 0;
 			a->duration = strtod(optarg, &end);
+			/* bounded: the timer's microseconds must not wrap (2e13 s
+			 * did, to an immediate exit) */
 			if (errno || end == optarg || *end || !isfinite(a->duration) ||
-			    a->duration <= 0)
-				return fail(err, errlen,
-					    "--duration: '%s' is not a positive number of seconds",
-					    optarg);
+			    a->duration <= 0 || a->duration > DC_DURATION_MAX_SEC)
+				return fail(
+				    err, errlen,
+				    "--duration: '%s' is not a number of seconds in (0, 1e9]",
+				    optarg);
 			break;
 		case 'o':
 			if (!*optarg)
@@ -98,6 +103,8 @@ int args_parse(int argc, char **argv, struct dc_args *a, char *err, size_t errle
 			break;
 		case OPT_CHECK_CONFIG:
 			a->action = DC_ACTION_CHECK_CONFIG;
+			if (optarg && !*optarg)
+				return fail(err, errlen, "--check-config=: empty file name%s", "");
 			if (optarg && a->config && strcmp(a->config, optarg))
 				return two_files(err, errlen, a->config, optarg);
 			if (optarg)

@@ -2,6 +2,9 @@
 #ifndef DC_ARGS_H
 #define DC_ARGS_H
 
+/* --duration's bound: about 31 years, far from where microseconds wrap */
+#define DC_DURATION_MAX_SEC 1e9
+
 #include <stdbool.h>
 #include <stddef.h>
 

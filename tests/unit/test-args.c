@@ -29,6 +29,13 @@ int main(void)
 	CHECK(PARSE(&a, "--duration", "abc") < 0 && strstr(err, "abc"), "bad duration: %s", err);
 	CHECK(PARSE(&a, "--duration", "-1") < 0, "negative duration refused");
 	CHECK(PARSE(&a, "--duration", "nan") < 0, "NaN duration refused");
+	CHECK(PARSE(&a, "--duration", "2e13") < 0 && strstr(err, "2e13"),
+	      "a duration whose microseconds would wrap refused: %s", err);
+	CHECK(PARSE(&a, "--duration", "1e9") == 0, "a duration of 1e9 s taken");
+	CHECK(PARSE(&a, "--check-config=") < 0 && strstr(err, "empty file name"),
+	      "--check-config= with no file refused: %s", err);
+	CHECK(PARSE(&a, "-c", "") < 0 && strstr(err, "empty file name"),
+	      "-c with an empty file name refused: %s", err);
 	CHECK(PARSE(&a, "--interval") < 0 && strstr(err, "needs a value"), "missing value: %s",
 	      err);
 	CHECK(PARSE(&a, "stray") < 0 && strstr(err, "stray"), "stray argument: %s", err);
