@@ -38,6 +38,46 @@ static int file_write(struct dc_sink *s, enum dc_rec_type type, const struct dc_
 	return 0;
 }
 
+/* Bytes after the last newline of a regular file opened by fd: a record
+ * cut short (the disk full mid-write, a crash); 0 when it ends with a whole
+ * line, or is no regular file; negative errno. */
+static int64_t file_tail_partial(int fd)
+{
+	char chunk[65536];
+	struct stat st;
+	off_t end;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || !st.st_size)
+		return 0;
+	for (end = st.st_size; end > 0;) {
+		size_t n = end < (off_t)sizeof(chunk) ? (size_t)end : sizeof(chunk);
+		ssize_t got = pread(fd, chunk, n, end - (off_t)n);
+
+		if (got < 0)
+			return -errno;
+		if ((size_t)got != n)
+			return -EIO;
+		for (size_t i = n; i > 0; i--)
+			if (chunk[i - 1] == '\n')
+				return st.st_size - (end - (off_t)n + (off_t)i);
+		end -= (off_t)n;
+	}
+	return st.st_size;
+}
+
+/* The file back to its last whole line: what follows is a record cut short,
+ * which the next append would glue onto a whole one. */
+static int file_cut_partial(struct sink_file *f, int64_t partial)
+{
+	struct stat st;
+
+	if (fstat(f->fd, &st) < 0 || ftruncate(f->fd, st.st_size - partial) < 0)
+		return -errno;
+	return 0;
+}
+
 static int file_flush(struct dc_sink *s)
 {
 	struct sink_file *f = (struct sink_file *)s;
@@ -50,7 +90,16 @@ static int file_flush(struct dc_sink *s)
 			continue;
 		if (n <= 0) {
 			int r = n < 0 ? -errno : -EIO;
+			const char *last = memrchr(f->buf.data, '\n', off);
+			size_t whole = last ? (size_t)(last - f->buf.data) + 1 : 0;
 
+			/* a record written in part: taken back out of the file and
+			 * kept whole, so the file never ends mid-record (a stop or
+			 * a cut below would leave it so, for the next append to
+			 * glue onto) */
+			if (f->owned && whole < off &&
+			    file_cut_partial(f, (int64_t)(off - whole)) >= 0)
+				off = whole;
 			/* keep the uncommitted tail for the next flush */
 			memmove(f->buf.data, f->buf.data + off, f->buf.len - off);
 			f->buf.len -= off;
@@ -131,18 +180,41 @@ static void file_free(struct dc_sink *s)
 
 static const struct dc_sink_ops file_ops;
 
+/* A file left ending mid-record (a crash, an agent killed at a full disk):
+ * cut back to its last whole line before anything is appended. */
+static int file_repair(struct sink_file *f)
+{
+	int64_t partial = file_tail_partial(f->fd);
+	int r;
+
+	if (partial <= 0)
+		return (int)partial;
+	r = file_cut_partial(f, partial);
+	if (r < 0)
+		return r;
+	log_warning("%s ended in a record cut short (%" PRId64 " bytes after its last whole "
+		    "line): cut back to that line",
+		    f->path, partial);
+	return 0;
+}
+
 int sink_file_reopen(struct dc_sink *s)
 {
 	struct sink_file *f = (struct sink_file *)s;
-	int fd;
+	int fd, r;
 
 	if (s->ops != &file_ops || !f->owned)
 		return 0;
-	fd = open(f->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	fd = open(f->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return -errno; /* the old file stays in use */
 	close(f->fd);
 	f->fd = fd;
+	/* the new file is in use either way: a tail that cannot be cut is said */
+	r = file_repair(f);
+	if (r < 0)
+		log_warning_errno(r, "Cannot check the end of %s for a record cut short: %m",
+				  f->path);
 	return 0;
 }
 
@@ -202,13 +274,19 @@ int sink_file_new(const char *path, size_t max_pending, struct dc_sink **ret)
 			free(f);
 			return r;
 		}
-		f->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+		f->fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 		if (f->fd < 0) {
 			r = -errno;
 			free(f);
 			return r;
 		}
 		f->owned = true;
+		r = file_repair(f);
+		if (r < 0) {
+			close(f->fd);
+			free(f);
+			return r;
+		}
 	}
 	*ret = &f->base;
 	return 0;

@@ -6,9 +6,12 @@ and the watchdog pings, through the sd_notify socket as systemd sees them.
 
 usage: test_reload.py AGENT WORKLOAD
 """
+import json
 import os
 import signal
+import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -67,6 +70,37 @@ def full_disk(c, agent_bin):
     c.check(len(new) >= 2 and new == list(range(len(old), len(old) + len(new))),
             "after the rotation the reopened file goes on from the next window (%s)" % new)
     c.check("could not write go to" in a.log(), "the log says where they went")
+
+
+def cut_records(c, agent_bin):
+    """A disk that fills mid-record leaves the file ending with a whole line
+    (the part written taken back out), and a file found ending mid-record
+    (an agent killed meanwhile, a crash) is cut back to its last whole line
+    before anything is appended: no record glued onto a fragment."""
+    mnt = tempfile.mkdtemp(prefix="dc-full-")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", mnt], check=True)
+    try:
+        out = os.path.join(mnt, "records.jsonl")
+        a = Agent(agent_bin, "interval = 0.2;\n", args=["--output", out])
+        time.sleep(2)
+        c.eq(a.stop(), 0, "agent exits 0 at a full disk")
+        data = open(out, "rb").read()
+        c.check("No space left" in a.log() and len(data) > 0 and data.endswith(b"\n"),
+                "a disk full mid-record: the file ends with a whole line (%r)" % data[-20:])
+        c.check(all(json.loads(line) for line in data.splitlines()),
+                "... every line of it a whole record")
+        with open(out, "wb") as f:
+            f.write(b'{"kept":1}\n{"cut": "sho')
+        a = Agent(agent_bin, "interval = 0.2;\n", args=["--output", out])
+        time.sleep(0.5)
+        c.eq(a.stop(), 0, "agent exits 0")
+        lines = open(out, "rb").read().splitlines()
+        c.check(lines[0] == b'{"kept":1}' and all(json.loads(x) for x in lines)
+                and "cut short (12 bytes" in a.log(),
+                "a file found ending mid-record is cut back to its last whole line, and said "
+                "(%r)" % lines[:2])
+    finally:
+        subprocess.run(["umount", mnt])
 
 
 def main():
@@ -140,6 +174,7 @@ def main():
          "no record carries the host of the reload that could not apply")
     blk = [any(p["name"] == "block" for p in r["probes"]) for r in agents]
     full_disk(c, agent_bin)
+    cut_records(c, agent_bin)
     c.check(True in blk and blk[-1] is False, "the block layer went off at the reload")
     got = sum(r["ops"].get("pwrite64", {}).get("count", 0) for r in recs
               if r["type"] == "features" and r["pid"] == pid)
