@@ -43,29 +43,38 @@ static void usage(FILE *f)
 }
 
 /* Whole file (zstd frames decoded when it starts with the zstd magic). */
+/* A file's text, decompressed if it is zstd frames. A read error (a
+ * directory) is one; a damaged frame is an error; a last frame cut short
+ * (the agent killed while writing) is left out with a warning, the frames
+ * before it kept, as datacrumbs-trace does. */
 static int read_file(const char *path, struct dc_buf *out)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
 	struct dc_buf raw = {};
 	char chunk[65536];
 	size_t n;
+	int r = 0;
 
 	if (!f)
 		return -errno;
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
 		buf_put(&raw, chunk, n);
+	if (ferror(f))
+		r = errno ? -errno : -EIO;
 	if (f != stdin)
 		fclose(f);
-	if (raw.err) {
+	if (!r && raw.err)
+		r = -ENOMEM;
+	if (r < 0) {
 		buf_free(&raw);
-		return -ENOMEM;
+		return r;
 	}
 	if (raw.len >= 4 && (unsigned char)raw.data[0] == 0x28 &&
 	    (unsigned char)raw.data[1] == 0xb5 && (unsigned char)raw.data[2] == 0x2f &&
 	    (unsigned char)raw.data[3] == 0xfd) {
 		ZSTD_DStream *z = ZSTD_createDStream();
 		ZSTD_inBuffer in = {raw.data, raw.len, 0};
-		int r = 0;
+		size_t ret = 0, whole = 0; /* out's length at the last frame's end */
 
 		if (!z) {
 			buf_free(&raw);
@@ -73,8 +82,8 @@ static int read_file(const char *path, struct dc_buf *out)
 		}
 		while (in.pos < in.size) {
 			ZSTD_outBuffer o = {chunk, sizeof(chunk), 0};
-			size_t ret = ZSTD_decompressStream(z, &o, &in);
 
+			ret = ZSTD_decompressStream(z, &o, &in);
 			if (ZSTD_isError(ret)) {
 				fprintf(stderr, "datacrumbs-flame: %s: %s\n", path,
 					ZSTD_getErrorName(ret));
@@ -82,6 +91,15 @@ static int read_file(const char *path, struct dc_buf *out)
 				break;
 			}
 			buf_put(out, chunk, o.pos);
+			if (ret == 0)
+				whole = out->len;
+		}
+		if (!r && ret != 0) {
+			fprintf(stderr,
+				"datacrumbs-flame: %s: ends inside a zstd frame; its last records "
+				"are incomplete and left out\n",
+				path);
+			out->len = whole;
 		}
 		ZSTD_freeDStream(z);
 		buf_free(&raw);

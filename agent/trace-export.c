@@ -6,9 +6,13 @@
  *
  *   datacrumbs-trace export [-o OUT] FILE...
  *
- * Lines are copied as they are (each is one event object); a line that is
- * not an object, or a file that is not a zstd stream, is an error naming
- * the file and the line, and nothing is written for that file past it.
+ * Lines are copied as they are (each is one event object), each parsed
+ * first: a line that is not a JSON object, or a file that is not a zstd
+ * stream, is an error naming the file and the line, and nothing is written
+ * for that file past it. A frame's events are written only once zstd has
+ * checked the frame whole (its content checksum): a damaged frame puts no
+ * garbage in the output, it is named and left out with the rest of its
+ * file.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -16,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
+
+#include "flame.h"
 
 struct out {
 	FILE *f;
@@ -39,10 +45,20 @@ static int emit(struct out *o, const struct line *l, const char *file)
 		e--;
 	if (s == e)
 		return 0;
-	if (l->data[s] != '{' || l->data[e - 1] != '}') {
-		fprintf(stderr, "datacrumbs-trace: %s: line %llu is not a JSON object\n", file,
-			l->no);
-		return -EINVAL;
+	{
+		struct fj v = {0};
+		char err[128] = "";
+		int r = fj_parse(l->data + s, e - s, &v, err, sizeof(err));
+		bool obj = r >= 0 && v.type == FJ_OBJ;
+
+		if (r >= 0)
+			fj_free(&v);
+		if (!obj) {
+			fprintf(stderr,
+				"datacrumbs-trace: %s: line %llu is not a JSON object%s%s%s\n",
+				file, l->no, err[0] ? " (" : "", err, err[0] ? ")" : "");
+			return -EINVAL;
+		}
 	}
 	if (!o->first)
 		fputs(",\n", o->f);
@@ -67,21 +83,40 @@ static int add_byte(struct line *l, char c)
 	return 0;
 }
 
+/* The lines of one verified frame; a line may go on into the next frame. */
+static int frame_lines(struct out *o, struct line *l, const char *data, size_t n, const char *path)
+{
+	int r = 0;
+
+	for (size_t i = 0; !r && i < n; i++) {
+		if (data[i] != '\n') {
+			r = add_byte(l, data[i]);
+			continue;
+		}
+		r = emit(o, l, path);
+		l->len = 0;
+		l->no++;
+	}
+	return r;
+}
+
 static int export_file(struct out *o, const char *path)
 {
 	FILE *f = fopen(path, "rb");
 	ZSTD_DStream *ds = ZSTD_createDStream();
 	size_t in_cap = ZSTD_DStreamInSize(), out_cap = ZSTD_DStreamOutSize(), n, last = 0;
-	char *in = malloc(in_cap), *out = malloc(out_cap);
-	struct line l = {.no = 1};
+	char *in = malloc(in_cap);
+	struct line frame = {0}, l = {.no = 1};
+	/* where the frame being read starts, for the message if it is damaged */
+	unsigned long long frames = 0, base = 0, frame_at = 0;
 	int r = 0;
 
 	if (!f) {
-		fprintf(stderr, "datacrumbs-trace: %s: %s\n", path, strerror(errno));
 		r = -errno;
+		fprintf(stderr, "datacrumbs-trace: %s: %s\n", path, strerror(-r));
 		goto done;
 	}
-	if (!ds || !in || !out) {
+	if (!ds || !in) {
 		r = -ENOMEM;
 		goto done;
 	}
@@ -90,29 +125,49 @@ static int export_file(struct out *o, const char *path)
 		ZSTD_inBuffer zi = {in, n, 0};
 
 		while (!r && zi.pos < zi.size) {
-			ZSTD_outBuffer zo = {out, out_cap, 0};
+			ZSTD_outBuffer zo;
 
+			if (frame.cap - frame.len < out_cap) {
+				char *p = realloc(frame.data, frame.len + out_cap);
+
+				if (!p) {
+					r = -ENOMEM;
+					break;
+				}
+				frame.data = p;
+				frame.cap = frame.len + out_cap;
+			}
+			zo = (ZSTD_outBuffer){frame.data + frame.len, out_cap, 0};
 			last = ZSTD_decompressStream(ds, &zo, &zi);
 			if (ZSTD_isError(last)) {
-				fprintf(stderr, "datacrumbs-trace: %s: not a zstd stream (%s)\n",
-					path, ZSTD_getErrorName(last));
+				if (!frames && !frame.len)
+					fprintf(stderr,
+						"datacrumbs-trace: %s: not a zstd stream (%s)\n",
+						path, ZSTD_getErrorName(last));
+				else
+					fprintf(
+					    stderr,
+					    "datacrumbs-trace: %s: frame %llu, from byte %llu, is "
+					    "damaged (%s): its events and the rest of the file "
+					    "left out\n",
+					    path, frames + 1, frame_at, ZSTD_getErrorName(last));
 				r = -EINVAL;
 				break;
 			}
-			for (size_t i = 0; !r && i < zo.pos; i++) {
-				if (out[i] != '\n') {
-					r = add_byte(&l, out[i]);
-					continue;
-				}
-				r = emit(o, &l, path);
-				l.len = 0;
-				l.no++;
+			frame.len += zo.pos;
+			if (last == 0) {
+				/* the frame is whole and its checksum matched */
+				r = frame_lines(o, &l, frame.data, frame.len, path);
+				frame.len = 0;
+				frames++;
+				frame_at = base + zi.pos;
 			}
 		}
+		base += n;
 	}
 	if (!r && ferror(f)) {
-		fprintf(stderr, "datacrumbs-trace: %s: read error\n", path);
-		r = -EIO;
+		r = errno ? -errno : -EIO;
+		fprintf(stderr, "datacrumbs-trace: %s: %s\n", path, strerror(-r));
 	}
 	/* a file cut in the middle of a frame (agent killed while writing) */
 	if (!r && last != 0) {
@@ -128,7 +183,7 @@ done:
 		fclose(f);
 	ZSTD_freeDStream(ds);
 	free(in);
-	free(out);
+	free(frame.data);
 	free(l.data);
 	return r;
 }

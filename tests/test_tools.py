@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""datacrumbs-trace and datacrumbs-flame on damaged input: a frame whose
+checksum fails puts nothing in the output and is named; a line that is not
+a JSON object is named; a directory is an error, not an empty result; a last
+frame cut short is left out with a warning, the frames before it kept.
+No BPF: the files are made here, with the zstd tool."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bpf"))
+from agentlib import Checks  # noqa: E402
+
+trace_bin, flame_bin = sys.argv[1], sys.argv[2]
+c = Checks()
+tmp = tempfile.mkdtemp(prefix="dc-tools-")
+
+
+def frames(path, *texts):
+    """A file of zstd frames, one per text, with content checksums (-C),
+    as the agent writes them; returns each frame's byte offset."""
+    offs = []
+    with open(path, "wb") as f:
+        for t in texts:
+            offs.append(f.tell())
+            f.write(subprocess.run(["zstd", "-q", "-C", "-c"], input=t.encode(),
+                                   capture_output=True, check=True).stdout)
+    return offs
+
+
+def event(i):
+    return json.dumps({"name": "pwrite64", "cat": "syscall", "ph": "X", "pid": 7, "tid": 7,
+                       "ts": 1000 + i, "dur": 5, "args": {"size": 4096, "n": "x" * 50}}) + "\n"
+
+
+def export(*files):
+    out = os.path.join(tmp, "out.json")
+    p = subprocess.run([trace_bin, "export", "-o", out, *files], capture_output=True, text=True,
+                       timeout=60)
+    try:
+        doc = json.load(open(out))
+    except ValueError as e:
+        doc = e
+    return p, doc
+
+
+good = os.path.join(tmp, "good.pfw.zst")
+frames(good, "".join(event(i) for i in range(10)), "".join(event(i) for i in range(10, 20)))
+p, doc = export(good)
+c.check(p.returncode == 0 and isinstance(doc, dict) and len(doc["traceEvents"]) == 20,
+        "two whole frames: 20 events, exit 0 (%s)" % p.stderr.strip())
+
+# the second frame's compressed bytes damaged, at nine places in turn: a
+# frame of several blocks (zstd's are up to 128 KiB) decodes its first
+# blocks before a damaged one, and a damaged literal decodes to wrong
+# text that only the frame's checksum catches; neither reaches the output
+bad = os.path.join(tmp, "bad.pfw.zst")
+offs = frames(bad, "".join(event(i) for i in range(10)),
+              "".join(event(i) for i in range(10, 3000)))
+clean = open(bad, "rb").read()
+leaks, named = [], 0
+for k in range(1, 10):
+    data = bytearray(clean)
+    at = offs[1] + (len(data) - offs[1]) * k // 10
+    data[at] ^= 0x5A
+    open(bad, "wb").write(bytes(data))
+    p, doc = export(bad, good)
+    named += p.returncode == 1 and "frame 2, from byte %d, is damaged" % offs[1] in p.stderr
+    if not (isinstance(doc, dict) and len(doc["traceEvents"]) == 30):
+        leaks.append((at, len(doc["traceEvents"]) if isinstance(doc, dict) else str(doc)[:60]))
+c.eq(named, 9, "a damaged frame: exit 1, named with its place, at each of nine places")
+c.check(not leaks, "... the output one JSON document with the whole frames' events only (%s)"
+        % leaks)
+
+# a line that is braced but no JSON object
+notjson = os.path.join(tmp, "notjson.pfw.zst")
+frames(notjson, event(0) + '{"name": broken garbage}\n' + event(1))
+p, doc = export(notjson)
+c.check(p.returncode == 1 and "line 2 is not a JSON object" in p.stderr,
+        "a braced line that is not JSON: named by its line (%s)" % p.stderr.strip())
+c.check(isinstance(doc, dict) and len(doc["traceEvents"]) == 1,
+        "... the output stays one JSON document, the events before it kept")
+
+# a directory
+d = os.path.join(tmp, "dir")
+os.mkdir(d)
+p, doc = export(d)
+c.check(p.returncode == 1 and "Is a directory" in p.stderr,
+        "datacrumbs-trace on a directory: exit 1, said (%s)" % p.stderr.strip())
+
+# datacrumbs-flame: the same damage
+# collapsed stacks, one of the inputs merge takes
+stacks = "".join("main;write_ckpt;f%d %d\n" % (i, 10 + i) for i in range(50))
+full = os.path.join(tmp, "stacks.jsonl.zst")
+frames(full, stacks, stacks)
+p = subprocess.run([flame_bin, "merge", full], capture_output=True, text=True, timeout=60)
+whole = p.stdout
+c.check(p.returncode == 0 and whole.strip(), "datacrumbs-flame merges two whole frames (%s)"
+        % p.stderr.strip())
+cut = os.path.join(tmp, "cut.jsonl.zst")
+data = open(full, "rb").read()
+open(cut, "wb").write(data[:len(data) - 10])
+p = subprocess.run([flame_bin, "merge", cut], capture_output=True, text=True, timeout=60)
+c.check(p.returncode == 0 and "ends inside a zstd frame" in p.stderr and p.stdout.strip(),
+        "a last frame cut short: left out with a warning, the first frame's stacks kept (%s)"
+        % p.stderr.strip())
+for sub in ("merge", "layers"):
+    p = subprocess.run([flame_bin, sub, d], capture_output=True, text=True, timeout=60)
+    c.check(p.returncode != 0 and "Is a directory" in p.stderr,
+            "datacrumbs-flame %s on a directory: an error, said (%d, %s)"
+            % (sub, p.returncode, p.stderr.strip()))
+c.done()
