@@ -283,7 +283,11 @@ static bool half_touched(const struct slotmap *m, unsigned half, unsigned s)
  * the half about to be drained, which needs no index (one kill() per
  * process and close, m->memo); one idle at the last idle_reclaim drains
  * goes unless it counted since (a peek at the half being filled, racing
- * the programs: a hint, no more).
+ * the programs: a hint, no more). A slot the programs took in this window
+ * is still FREE here (the drain marks it LIVE): one with values in the
+ * half being filled is in use, and goes too if its process has exited,
+ * or a process that starts and exits within a window would hold its
+ * slots through the next (a node starting hundreds a second ran out).
  */
 static void choose_and_delete(struct slotmap *m, unsigned hi, uint32_t seq)
 {
@@ -295,7 +299,10 @@ static void choose_and_delete(struct slotmap *m, unsigned hi, uint32_t seq)
 		struct pid_memo *pm;
 		uint32_t tgid;
 
-		if ((m->meta[s] & 3) != SLOT_LIVE)
+		uint8_t state = m->meta[s] & 3;
+
+		if (state == SLOT_HELD ||
+		    (state == SLOT_FREE && !(owners && half_touched(m, half, s))))
 			continue;
 		/* the dead first: an idle key of an exited process is not
 		 * parked (m->park), it cannot come back */
@@ -315,7 +322,8 @@ static void choose_and_delete(struct slotmap *m, unsigned hi, uint32_t seq)
 				continue;
 			}
 		}
-		if ((m->meta[s] >> 2) >= m->idle_reclaim && !half_touched(m, half, s))
+		if (state == SLOT_LIVE && (m->meta[s] >> 2) >= m->idle_reclaim &&
+		    !half_touched(m, half, s))
 			give_back_slot(m, &g, s, false);
 	}
 	if (g.n)
