@@ -439,11 +439,16 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 	if (lay && lay->pc_on) {
 		static const struct dc_pc_val none;
 		const struct dc_pc_val *pc = lay->pc ? lay->pc : &none;
-		/* pages a write created are added and dirtied; the rest were read in */
+		/* pages a write created are added and dirtied; the rest were read
+		 * in. O_DIRECT reads add none: what the process read from its
+		 * devices counts as missed too, where the block layer runs */
 		uint64_t added =
 		    (pc->added_pages > pc->dirtied_pages ? pc->added_pages - pc->dirtied_pages
 							 : 0) *
 		    lay->page_size;
+
+		if (blk && blk[DC_BLK_READ].bytes > added)
+			added = blk[DC_BLK_READ].bytes;
 
 		json_key(&j, "page_cache");
 		json_obj_begin(&j);

@@ -6,6 +6,7 @@ usage: test_syscall.py SCENARIO AGENT WORKLOAD
 """
 import contextlib
 import json
+import mmap
 import os
 import re
 import shutil
@@ -667,7 +668,8 @@ def scenario_block(agent_bin, wl_bin, mechanism="auto", small=False):
 
 
 def scenario_pagecache(agent_bin, wl_bin, mechanism="auto"):
-    """Cold read, warm read, new-file write: misses, hits and dirtied pages per process."""
+    """Cold read, warm read, new-file write, O_DIRECT read: misses, hits and
+    dirtied pages per process."""
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-pc-", dir="/var/tmp")  # a disk file system, not tmpfs
     size, wsize = 8 << 20, 4 << 20
@@ -690,6 +692,14 @@ def scenario_pagecache(agent_bin, wl_bin, mechanism="auto"):
             time.sleep(0.6)
         with open(os.path.join(tmp, "new.bin"), "wb", buffering=0) as f:
             f.write(b"y" * wsize)
+        time.sleep(0.6)
+        # O_DIRECT: from the device, though the file is cached now
+        fd = os.open(src, os.O_RDONLY | os.O_DIRECT)
+        buf = mmap.mmap(-1, 1 << 20)  # page-aligned, as O_DIRECT needs
+        off = 0
+        while off < size:
+            off += os.preadv(fd, [buf], off)
+        os.close(fd)
         os._exit(0)
     os.close(w)
     os.waitpid(pid, 0)
@@ -712,8 +722,15 @@ def scenario_pagecache(agent_bin, wl_bin, mechanism="auto"):
                 ph["page_cache"][k] = v
             elif isinstance(v, int):
                 ph["page_cache"][k] = ph["page_cache"].get(k, 0) + v
-    c.eq([ph["read_bytes"] for ph in reads], [size, size], "two phases with one full read each")
-    if len(reads) == 2:
+    c.eq([ph["read_bytes"] for ph in reads], [size, size, size],
+         "three phases with one full read each")
+    if len(reads) == 3:
+        direct = reads[2]["page_cache"]
+        c.check(direct["read_hit_bytes_est"] <= (64 << 10)
+                and size - (64 << 10) <= direct["read_miss_bytes_est"] <= size,
+                "O_DIRECT read: from the device, no hit though the file is cached "
+                "(hit %d, miss %d of %d)" % (direct["read_hit_bytes_est"],
+                                             direct["read_miss_bytes_est"], size))
         cold, warm = reads[0]["page_cache"], reads[1]["page_cache"]
         pages = size // cold["page_size"]
         c.check(pages <= cold["added_pages"] <= pages + 128,
