@@ -30,6 +30,7 @@
 #include "preempt.h"
 #include "probe-vfs.h"
 #include "probe-file.h"
+#include "slotmap.h"
 #include "traces.h"
 #include "stacks.h"
 #include "probe-syscall.h"
@@ -475,8 +476,8 @@ static size_t layer_only_procs(struct manager *m, const struct dc_drain_result *
 			       const struct dc_fn_drain *ures, const struct dc_fn_drain *vres)
 {
 	size_t n_ur = m->urd ? m->urd->n : 0;
-	/* the file map flips just after the syscall map: a call returning in
-	 * between is in the next window's ops but this window's files */
+	/* a process with file keys and no syscall entry: its call's exit
+	 * program ran as the two maps flipped (slotmap_flip_together()) */
 	size_t n_f = m->files ? m->fres->n : 0;
 	size_t n = 0, want = bres->n + pres->n + ures->n + vres->n + n_ur + n_f, u = 0;
 
@@ -947,6 +948,20 @@ static int manager_close_window(struct manager *m)
 	};
 
 	m->closing_seq = w.seq;
+	/* one exit program run writes the file layer's keys, then the
+	 * system-call layer's: flipped one after the other here, before the
+	 * drains' threads start, a call is in the same window in both (a
+	 * process's access and ops agree), where flipped on their own threads
+	 * a millisecond or more apart they did not */
+	if (m->sys) {
+		struct slotmap *maps[2];
+		size_t n = 0;
+
+		if (m->files)
+			maps[n++] = probe_file_slotmap(m->files);
+		maps[n++] = probe_syscall_slotmap(m->sys);
+		slotmap_flip_together(maps, n);
+	}
 	flip_all(m, jobs, ELEMENTSOF(jobs));
 	{
 		/* the kernel counters first, as close to the flip as they can be */

@@ -366,6 +366,11 @@ static int collect(const void *key, const void *const *values, unsigned n, void 
 	return 0;
 }
 
+struct slotmap *probe_file_slotmap(struct probe_file *p)
+{
+	return &p->agg;
+}
+
 int probe_file_flip_and_drain(struct probe_file *p, uint64_t window, struct dc_file_drain *res)
 {
 	_cleanup_free_ struct dc_file_val *vals = calloc((size_t)p->ncpus, sizeof(*vals));

@@ -57,6 +57,8 @@ struct dc_file_drain {
 
 /* Close the window, take the names it sent, drain it. */
 int probe_file_flip_and_drain(struct probe_file *p, uint64_t window, struct dc_file_drain *res);
+/* The file keys' window map, for slotmap_flip_together(). */
+struct slotmap *probe_file_slotmap(struct probe_file *p);
 
 /* The name of the file (dev, ino, igen) for the records of window; NULL
  * when unknown. */

@@ -566,6 +566,11 @@ static void read_overflow(struct probe_syscall *p, struct dc_agg_entry out[DC_OP
 	}
 }
 
+struct slotmap *probe_syscall_slotmap(struct probe_syscall *p)
+{
+	return &p->agg;
+}
+
 int probe_syscall_flip_and_drain(struct probe_syscall *p, struct dc_drain_result *res)
 {
 	unsigned long long flip_us;

@@ -61,6 +61,8 @@ struct dc_drain_result {
 /* Close the window in the kernel (switch maps, wait out running programs)
  * and collect everything the closed window counted. */
 int probe_syscall_flip_and_drain(struct probe_syscall *p, struct dc_drain_result *res);
+/* The window map, for slotmap_flip_together() (with the file layer's). */
+struct slotmap *probe_syscall_slotmap(struct probe_syscall *p);
 
 /* What the kernel recorded of a process when it last showed up in a window. */
 struct dc_proc_info {

@@ -352,20 +352,50 @@ static int grace_period(struct slotmap *m)
  * would not do: a program could read the new gen, then find a key a
  * moment before its delete, and keep a hint that outlives it.
  */
-int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned long long *flip_us)
+/* The slots to give back leave the index; the flip itself is apart. */
+static void flip_prepare(struct slotmap *m)
 {
-	uint32_t seq = __atomic_load_n(&m->st->seq, __ATOMIC_RELAXED), half = seq & 1;
-	size_t vs = stride(m->vsz);
-	unsigned long long t0 = now_us();
-	int r;
 	unsigned hi;
 
+	m->flip_t0 = now_us();
+	m->flip_seq = __atomic_load_n(&m->st->seq, __ATOMIC_RELAXED);
 	hi = __atomic_load_n(&m->st->hi, __ATOMIC_ACQUIRE);
 	if (hi > m->max)
 		hi = m->max;
 	if (slotmap_reach(m, hi) >= 0)
-		choose_and_delete(m, hi, seq);
-	__atomic_store_n(&m->st->seq, seq + 1, __ATOMIC_SEQ_CST);
+		choose_and_delete(m, hi, m->flip_seq);
+	m->flipped = true;
+}
+
+static void flip_store(struct slotmap *m)
+{
+	__atomic_store_n(&m->st->seq, m->flip_seq + 1, __ATOMIC_SEQ_CST);
+}
+
+void slotmap_flip_together(struct slotmap *const *maps, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		flip_prepare(maps[i]);
+	for (size_t i = 0; i < n; i++)
+		flip_store(maps[i]);
+}
+
+int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned long long *flip_us)
+{
+	size_t vs = stride(m->vsz);
+	unsigned long long t0;
+	uint32_t seq, half;
+	int r;
+	unsigned hi;
+
+	if (!m->flipped) {
+		flip_prepare(m);
+		flip_store(m);
+	}
+	m->flipped = false;
+	t0 = m->flip_t0;
+	seq = m->flip_seq;
+	half = seq & 1;
 	/* a program that read the old half runs under RCU: once this returns,
 	 * none is left (the same wait a window map's flip relies on) */
 	r = grace_period(m);

@@ -74,8 +74,11 @@ struct slotmap {
 	 * a second fills the map with the dead otherwise); the agent must see
 	 * the kernel's pids (the initial pid namespace), else this is unused */
 	uint32_t (*owner)(const void *key);
-	struct pid_memo *memo;	   /* kill()'s answers at this close, by tgid */
-	uint64_t reclaimed_exited; /* of reclaimed: at the close after the exit */
+	struct pid_memo *memo;	    /* kill()'s answers at this close, by tgid */
+	bool flipped;		    /* by slotmap_flip_together(), not drained yet */
+	uint32_t flip_seq;	    /* the seq it flipped from */
+	unsigned long long flip_t0; /* when (us), for flip_us */
+	uint64_t reclaimed_exited;  /* of reclaimed: at the close after the exit */
 };
 
 /* Before load: find NAME_{idx,keys,vals,ring,free,state,barrier} in obj and
@@ -93,8 +96,17 @@ typedef int (*slot_cb)(const void *key, const void *const *vals, unsigned n, voi
 
 /* Close the window and hand each key that has anything to cb; *flip_us
  * gets the flip and wait. Keys of exited processes (m->owner) leave the
- * index before the flip, their last values read by this drain. */
+ * index before the flip, their last values read by this drain. A map that
+ * slotmap_flip_together() flipped is drained only. */
 int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned long long *flip_us);
+/* Flip maps that one program run writes together, in the order that run
+ * reads their windows (their seq): each map's slots to give back leave
+ * its index first, then the flips follow one another within nanoseconds,
+ * so that a call lands in the same window in all of them (the file layer's
+ * keys and the system-call layer's: a process's access and ops agree per
+ * window) but for one whose program runs during those few stores. Each is
+ * drained afterwards, by slotmap_flip_and_drain(), on any thread. */
+void slotmap_flip_together(struct slotmap *const *maps, size_t n);
 /* Map the values of slots [0, slots) at least (the drain does it as slots
  * are handed out; bench/drainbench, which writes values itself, too). */
 int slotmap_reach(struct slotmap *m, unsigned slots);

@@ -315,6 +315,48 @@ def scenario_churn_window(agent_bin, wl_bin):
     c.done()
 
 
+STREAM = r"""
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o600)
+buf = b"s" * 512
+print(os.getpid(), flush=True)
+end = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    for i in range(1000):
+        os.pwrite(fd, buf, i * 512)
+"""
+
+
+def scenario_ops_access(agent_bin, wl_bin):
+    """A process writing back to back across many window closes: each
+    window's access (the file layer's keys) and ops (the system-call
+    layer's) count the same calls. The two maps flip one after the other
+    before the drains start (slotmap_flip_together()); flipped on their own
+    threads, a millisecond or more apart, hundreds of calls a window landed
+    in one layer's window and the next one's of the other. A call whose
+    exit program runs during the flip's few stores can still split: one a
+    window at most is allowed."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-wl-")
+    a = Agent(agent_bin, 'interval = 0.2;\nfilter = { include_comms = ["python3"]; };\n')
+    p = subprocess.Popen([sys.executable, "-c", STREAM, os.path.join(tmp, "f"), "2.5"],
+                         stdout=subprocess.PIPE, text=True)
+    pid = int(p.stdout.readline())
+    p.wait(60)
+    time.sleep(0.3)
+    c.eq(a.stop(), 0, "agent exits 0")
+    recs = [r for r in a.records() if r["type"] == "features" and r["pid"] == pid]
+    pairs = [(r["window"], r["ops"].get("pwrite64", {}).get("count", 0), r["access"]["writes"])
+             for r in recs]
+    busy = [x for x in pairs if x[1] > 1000]
+    c.check(len(busy) >= 8, "the writer spans %d busy windows" % len(busy))
+    off = [x for x in pairs if abs(x[1] - x[2]) > 1]
+    c.check(not off, "every window's access.writes is its pwrite64 count, within one call "
+            "(windows off: %s)" % off[:5])
+    c.eq(sum(x[1] for x in pairs), sum(x[2] for x in pairs), "the same calls over the run")
+    c.done()
+
+
 def scenario_file_turnover(agent_bin, wl_bin):
     """A process that opens file after file (a data loader, a build): each
     file is a key of the file layer used once. A file's key goes back after
@@ -1327,7 +1369,7 @@ def main():
         return scenario_filters(agent_bin, wl_bin)
     {"exact": scenario_exact, "overflow": scenario_overflow, "reclaim": scenario_reclaim,
      "stale-hint": scenario_stale_hint, "churn": scenario_churn,
-     "churn-window": scenario_churn_window,
+     "churn-window": scenario_churn_window, "ops-access": scenario_ops_access,
      "file-turnover": scenario_file_turnover,
      "many-keys": scenario_many_keys,
      "sigterm": scenario_sigterm, "restart": scenario_restart,
