@@ -66,6 +66,148 @@ int cgroup2_mount(char *out, size_t len)
 	return r;
 }
 
+/* Whether a comma-separated list (mount options, /proc/self/cgroup's
+ * controllers) names the controller. */
+static bool controller_listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; p && *p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+		if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == 0))
+			return true;
+	return false;
+}
+
+/* A cgroup file's number; "max" as UINT64_MAX. */
+static int read_limit(const char *root, const char *path, const char *file, uint64_t *v)
+{
+	char p[PATH_MAX * 2], buf[64];
+	ssize_t n;
+	int fd, r = 0;
+
+	snprintf(p, sizeof(p), "%s%s/%s", root, path, file);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		r = -errno;
+	close(fd);
+	if (r < 0)
+		return r;
+	buf[n] = 0;
+	if (!strncmp(buf, "max", 3)) {
+		*v = UINT64_MAX;
+		return 0;
+	}
+	{
+		char *end;
+
+		errno = 0;
+		*v = strtoull(buf, &end, 10);
+		if (errno || end == buf)
+			return -EINVAL;
+	}
+	/* v1's "unlimited" is LONG_MAX rounded down to a page */
+	if (*v >= 1ULL << 62)
+		*v = UINT64_MAX;
+	return 0;
+}
+
+int cgroup_memory_room_at(const char *root, const char *path, bool v1, uint64_t *room, char *which,
+			  size_t len)
+{
+	const char *max_file = v1 ? "memory.limit_in_bytes" : "memory.max";
+	const char *used_file = v1 ? "memory.usage_in_bytes" : "memory.current";
+	char cur[PATH_MAX];
+
+	*room = UINT64_MAX;
+	if (which && len)
+		which[0] = 0;
+	snprintf(cur, sizeof(cur), "%s", path);
+	for (;;) {
+		uint64_t max, used;
+		char *slash;
+
+		/* the root has no memory.max; a cgroup without the memory
+		 * controller neither: its ancestors' limits still apply */
+		if (read_limit(root, cur, max_file, &max) >= 0 && max != UINT64_MAX &&
+		    read_limit(root, cur, used_file, &used) >= 0) {
+			uint64_t left = max > used ? max - used : 0;
+
+			if (left < *room) {
+				*room = left;
+				if (which)
+					snprintf(which, len, "%s", cur[0] ? cur : "/");
+			}
+		}
+		slash = strrchr(cur, '/');
+		if (!slash || (slash == cur && !cur[1]))
+			break;
+		if (slash == cur)
+			slash[1] = 0; /* "/a" -> "/" */
+		else
+			*slash = 0;
+	}
+	return 0;
+}
+
+/* Where the v1 memory controller is mounted (a hybrid host); -ENOENT. */
+static int memory_v1_mount(char *out, size_t len)
+{
+	char line[4096], dev[256], mnt[PATH_MAX], type[64], opts[1024];
+	FILE *f = fopen("/proc/self/mounts", "re");
+	int r = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%255s %4095s %63s %1023s", dev, mnt, type, opts) == 4 &&
+		    !strcmp(type, "cgroup") && controller_listed(opts, "memory")) {
+			snprintf(out, len, "%s", mnt);
+			r = 0;
+			break;
+		}
+	fclose(f);
+	return r;
+}
+
+int cgroup_memory_room(uint64_t *room, char *which, size_t len)
+{
+	char root[PATH_MAX], line[PATH_MAX + 64], v2[PATH_MAX] = "", v1[PATH_MAX] = "";
+	bool have_v1 = false, have_v2 = false;
+	FILE *f;
+
+	*room = UINT64_MAX;
+	f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return -errno;
+	/* "0::/path" for cgroup2; "N:memory,...:/path" where the memory
+	 * controller is a v1 hierarchy's (a hybrid host), which then rules */
+	while (fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+		if (!c2)
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		*c1 = 0;
+		*c2 = 0;
+		if (!strcmp(line, "0") && c1[1] == 0) {
+			snprintf(v2, sizeof(v2), "%s", c2 + 1);
+			have_v2 = true;
+		} else if (controller_listed(c1 + 1, "memory")) {
+			snprintf(v1, sizeof(v1), "%s", c2 + 1);
+			have_v1 = true;
+		}
+	}
+	fclose(f);
+	if (have_v1 && memory_v1_mount(root, sizeof(root)) >= 0)
+		return cgroup_memory_room_at(root, v1, true, room, which, len);
+	if (have_v2 && cgroup2_mount(root, sizeof(root)) >= 0)
+		return cgroup_memory_room_at(root, v2, false, room, which, len);
+	return -ENOENT;
+}
+
 int cgroup_cache_new(const char *root, struct cgroup_cache **ret)
 {
 	struct cgroup_cache *c = calloc(1, sizeof(*c));

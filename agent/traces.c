@@ -322,8 +322,22 @@ int traces_start(struct traces *t)
  * with the policy in them before any program can load. Under t->lock. */
 static int create_shared(struct traces *t, struct bpf_object *obj)
 {
+	char which[PATH_MAX];
 	int fd[SH_MAX], r = 0;
+	uint64_t room;
 	int i;
+
+	/* The ring is charged to the agent's memory cgroup page by page as it
+	 * is made: one larger than the room left pushed the cgroup to its
+	 * limit before failing, and the allocations of the families loading
+	 * meanwhile were OOM-killed (the agent, or whoever shared its
+	 * cgroup). Half the room at most, the rest for what the agent holds. */
+	if (cgroup_memory_room(&room, which, sizeof(which)) >= 0 && t->ring_bytes > room / 2) {
+		log_notice("The trace ring's %" PRIu64 " bytes are more than half of the %" PRIu64
+			   " the memory cgroup %s lets the agent take: not made",
+			   t->ring_bytes, room, which);
+		return -ENOMEM;
+	}
 
 	for (i = 0; i < SH_MAX; i++) {
 		const struct bpf_map *m = bpf_object__find_map_by_name(obj, shared_names[i]);

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "tap.h"
+
+static char root[64];
+
+static void put(const char *path, const char *file, const char *text)
+{
+	char p[512];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s%s", root, path);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s%s/%s", root, path, file);
+	f = fopen(p, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+int main(void)
+{
+	char which[256];
+	uint64_t room;
+
+	snprintf(root, sizeof(root), "/tmp/dc-test-cgroup-XXXXXX");
+	if (!mkdtemp(root))
+		return 1;
+	/* the root holds no memory.max; /a is limited, /a/b not, /a/b/c is */
+	put("", "memory.current", "999999\n");
+	put("/a", "memory.max", "1000000\n");
+	put("/a", "memory.current", "400000\n");
+	put("/a/b", "memory.max", "max\n");
+	put("/a/b", "memory.current", "300000\n");
+	put("/a/b/c", "memory.max", "900000\n");
+	put("/a/b/c", "memory.current", "100000\n");
+	CHECK(cgroup_memory_room_at(root, "/a/b/c", false, &room, which, sizeof(which)) == 0,
+	      "read");
+	CHECK_U64(room, 600000, "the tightest room is an ancestor's (/a: 1000000 - 400000)");
+	CHECK(!strcmp(which, "/a"), "and it is named: %s", which);
+	CHECK(cgroup_memory_room_at(root, "/a/b", false, &room, which, sizeof(which)) == 0 &&
+		  room == 600000,
+	      "a cgroup without a limit: its ancestors' apply");
+	put("/d", "memory.max", "500\n");
+	put("/d", "memory.current", "800\n");
+	CHECK(cgroup_memory_room_at(root, "/d", false, &room, which, sizeof(which)) == 0 &&
+		  room == 0,
+	      "a cgroup past its limit (memory.current above a lowered memory.max): no room");
+	CHECK(cgroup_memory_room_at(root, "/", false, &room, which, sizeof(which)) == 0 &&
+		  room == UINT64_MAX,
+	      "the root: no limit");
+	CHECK(cgroup_memory_room_at(root, "/no/such", false, &room, which, sizeof(which)) == 0 &&
+		  room == UINT64_MAX,
+	      "a path with no files (a v1 memory hierarchy): no limit");
+	/* v1: its file names, and "unlimited" as LONG_MAX rounded to a page */
+	put("/v", "memory.limit_in_bytes", "9223372036854771712\n");
+	put("/v", "memory.usage_in_bytes", "5000\n");
+	put("/v/w", "memory.limit_in_bytes", "536870912\n");
+	put("/v/w", "memory.usage_in_bytes", "1000\n");
+	CHECK(cgroup_memory_room_at(root, "/v/w", true, &room, which, sizeof(which)) == 0 &&
+		  room == 536870912 - 1000 && !strcmp(which, "/v/w"),
+	      "v1: the limit in memory.limit_in_bytes, its unlimited parent none (%llu, %s)",
+	      (unsigned long long)room, which);
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+		if (system(cmd) != 0)
+			return 1;
+	}
+	return tap_done();
+}
