@@ -554,7 +554,8 @@ static int strlist_join(config_setting_t *l, char *out, size_t size, const char 
 				    i + 1);
 		n = strlen(v);
 		if (off + n + 2 > size)
-			return fail(err, errlen, "%s: too long", what);
+			return fail(err, errlen, "%s: longer than %zu bytes in all", what,
+				    size - 2);
 		memcpy(out + off, v, n);
 		off += n;
 		out[off++] = '\n';
@@ -612,7 +613,11 @@ static int apply_libraries(struct dc_config *c, config_setting_t *s, const char 
 						 "%s: expected a non-empty string", name);
 				else if (strlen(v) >= (!strcmp(name, "path") ? sizeof(l->path)
 									     : sizeof(l->category)))
-					r = fail(msg, sizeof(msg), "%s: too long", name);
+					r = fail(msg, sizeof(msg), "%s: longer than %zu bytes",
+						 name,
+						 (!strcmp(name, "path") ? sizeof(l->path)
+									: sizeof(l->category)) -
+						     1);
 				else
 					strcpy(!strcmp(name, "path") ? l->path : l->category, v);
 			} else if (!strcmp(name, "functions")) {
@@ -658,6 +663,9 @@ static int apply_setting(struct dc_config *c, config_setting_t *s, const char *f
 				    path);
 		return apply_group(c, s, file, err, errlen);
 	}
+	if (!it && is_group(path))
+		return fail(err, errlen, "%s:%d: '%s' is a group of settings: %s = { ... };", file,
+			    line, path, path);
 	if (!it)
 		return fail(err, errlen,
 			    "%s:%d: unknown setting '%s' (datacrumbs --help-config lists them)",
@@ -665,7 +673,14 @@ static int apply_setting(struct dc_config *c, config_setting_t *s, const char *f
 	switch (it->type) {
 	case CFG_FLOAT:
 	case CFG_INT:
-		if (type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64)
+		if ((type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64) &&
+		    ((double)config_setting_get_int64(s) < it->min ||
+		     (double)config_setting_get_int64(s) > it->max))
+			/* the integer as written: as a double, a large one reads
+			 * rounded (-9.2233720368547758e+18) */
+			r = fail(msg, sizeof(msg), "%s: %lld is out of range [%.17g, %.17g]", path,
+				 config_setting_get_int64(s), it->min, it->max);
+		else if (type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64)
 			r = set_number(c, it, (double)config_setting_get_int64(s), msg,
 				       sizeof(msg));
 		else if (type == CONFIG_TYPE_FLOAT && it->type == CFG_FLOAT)
@@ -879,6 +894,13 @@ static int check_text(const char *text, const char *path, int depth, char *err, 
 					p++;
 				continue;
 			}
+			/* with L, libconfig reads 64 bits and keeps the nearest
+			 * it can, without a word */
+			if (*end == 'L' &&
+			    (errno == ERANGE ||
+			     v > (start < p ? 9223372036854775808ULL : 9223372036854775807ULL)))
+				return fail(err, errlen, "%s:%d: %.*s does not fit 64 bits", path,
+					    line, (int)(end - start), start);
 			if (*end != 'L' &&
 			    (errno == ERANGE || v > (start < p ? 2147483648ULL : 2147483647ULL)))
 				return fail(err, errlen,

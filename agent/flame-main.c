@@ -16,6 +16,7 @@
  * seconds; a window or span overlapping [from, to] is kept).
  */
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -466,8 +467,9 @@ int main(int argc, char **argv)
 			o.job = optarg;
 			break;
 		case 'p':
+			errno = 0;
 			o.pid = strtol(optarg, &e, 10);
-			if (*e || o.pid < 0) {
+			if (e == optarg || *e || errno || o.pid < 0) {
 				fprintf(stderr,
 					"datacrumbs-flame: --pid: '%s' is not a process id\n",
 					optarg);
@@ -487,7 +489,7 @@ int main(int argc, char **argv)
 		case 'T': {
 			double v = strtod(optarg, &e);
 
-			if (*e || v < 0) {
+			if (e == optarg || *e || !isfinite(v) || v < 0) {
 				fprintf(stderr,
 					"datacrumbs-flame: --%s: '%s' is not Unix seconds\n",
 					c == 'F' ? "from" : "to", optarg);

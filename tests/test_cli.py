@@ -137,6 +137,18 @@ c.check(pr.returncode == 2 and "L suffix" in pr.stderr,
 pr = subprocess.run([agent, "--check-config=/dev/stdin"], input="interval = 0.5;\n",
                     capture_output=True, text=True, timeout=30)
 c.check(pr.returncode == 0, "a good configuration from a pipe is read (%r)" % pr.stderr)
+p = conf("maps = 5;\n")
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and "'maps' is a group of settings" in err,
+        "a group given a value: said so, not called unknown (%r)" % err)
+p = conf("maps = { max_keys = 99999999999999999999999L; };\n")
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and "99999999999999999999999 does not fit 64 bits" in err,
+        "an L integer past 64 bits refused as written (%r)" % err)
+p = conf("maps = { max_keys = -9223372036854775808L; };\n")
+rc, out, err = run("--check-config=" + p)
+c.check(rc == 2 and "-9223372036854775808 is out of range" in err,
+        "an integer out of range printed as written, not rounded (%r)" % err)
 # what the sinks would refuse at start, --check-config refuses
 p = conf('kafka = { brokers = "127.0.0.1:1"; topics = { features = ""; }; };\n')
 rc, out, err = run("--check-config=" + p)

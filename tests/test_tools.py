@@ -112,4 +112,10 @@ for sub in ("merge", "layers"):
     c.check(p.returncode != 0 and "Is a directory" in p.stderr,
             "datacrumbs-flame %s on a directory: an error, said (%d, %s)"
             % (sub, p.returncode, p.stderr.strip()))
+for opt, val in (("--pid", ""), ("--from", "nan"), ("--to", "inf")):
+    p = subprocess.run([flame_bin, "merge", opt, val, full], capture_output=True, text=True,
+                       timeout=60)
+    c.check(p.returncode == 2 and opt in p.stderr,
+            "datacrumbs-flame %s '%s' refused (%d, %s)" % (opt, val, p.returncode,
+                                                          p.stderr.strip()))
 c.done()
