@@ -114,6 +114,27 @@ static int read_limit(const char *root, const char *path, const char *file, uint
 	return 0;
 }
 
+/* A key's value in a cgroup's memory.stat; 0 when absent. */
+static uint64_t read_stat(const char *root, const char *path, const char *key)
+{
+	char p[PATH_MAX * 2], line[256];
+	size_t n = strlen(key);
+	uint64_t v = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s%s/memory.stat", root, path);
+	f = fopen(p, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n) && line[n] == ' ') {
+			v = strtoull(line + n + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
 int cgroup_memory_room_at(const char *root, const char *path, bool v1, uint64_t *room, char *which,
 			  size_t len)
 {
@@ -133,7 +154,14 @@ int cgroup_memory_room_at(const char *root, const char *path, bool v1, uint64_t 
 		 * controller neither: its ancestors' limits still apply */
 		if (read_limit(root, cur, max_file, &max) >= 0 && max != UINT64_MAX &&
 		    read_limit(root, cur, used_file, &used) >= 0) {
-			uint64_t left = max > used ? max - used : 0;
+			/* the page cache in it is reclaimed before a charge
+			 * fails: a busy I/O node's cgroups sit near their
+			 * limit with it, and have room all the same */
+			uint64_t cache = read_stat(root, cur, v1 ? "total_cache" : "file");
+			uint64_t left;
+
+			used -= cache < used ? cache : used;
+			left = max > used ? max - used : 0;
 
 			if (left < *room) {
 				*room = left;

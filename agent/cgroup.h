@@ -31,7 +31,9 @@ int cgroup_io_where(void);
  * with a memory.max, of that limit less its memory.current. A large kernel
  * object (the trace ring) charged up to such a limit before failing makes
  * the kernel's other allocations in the cgroup meanwhile reclaim and then
- * OOM-kill; checked first, it is refused instead. *room = UINT64_MAX where
+ * OOM-kill; checked first, it is refused instead. Page cache counts as
+ * room (memory.stat's file, v1's total_cache): it is reclaimed first.
+ * *room = UINT64_MAX where
  * nothing limits it; *which gets the tightest cgroup's path. -errno when
  * it cannot be told (no cgroup2, a v1 memory hierarchy): no limit then.
  */

@@ -22,7 +22,7 @@ static const struct dc_cfg_item items[] = {
     {"align_windows", CFG_BOOL, F(align_windows), "true", 0, 0, NULL,
      "windows end on the multiples of interval on the wall clock (UTC): every node's "
      "windows then cover the same spans, and records of a job's nodes join on ts_end. The "
-     "first window lasts between half and one and a half intervals. false: windows count "
+     "first window lasts at least half an interval. false: windows count "
      "from the agent's start"},
     {"host", CFG_STRING, F(host), "", 0, 0, NULL,
      "host name put in every record; empty means the kernel's host name"},
@@ -795,8 +795,11 @@ static int read_text(const char *path, const char *from, int from_line, char **r
 				    from_line, path);
 		return fail(err, errlen, "%s: is a directory", path);
 	}
+	errno = 0;
 	n = getdelim(&text, &cap, '\0', f);
-	r = n < 0 && ferror(f) ? -errno : 0;
+	/* -1 at once is an empty file only at its end: glibc fails an
+	 * allocation without setting the error flag */
+	r = n < 0 && !feof(f) ? (errno ? -errno : -ENOMEM) : 0;
 	fclose(f);
 	if (r < 0) {
 		fail(err, errlen, "%s: cannot read: %s", path, strerror(-r));
@@ -933,11 +936,15 @@ int config_load(struct dc_config *c, const char *path, char *err, size_t errlen)
 	return r;
 }
 
+/* The same checks as a file's (and so the fuzzer's reach, tests/fuzz). */
 int config_load_string(struct dc_config *c, const char *text, char *err, size_t errlen)
 {
 	config_t cf;
 	int r;
 
+	r = check_text(text, "<string>", 0, err, errlen);
+	if (r < 0)
+		return r;
 	config_init(&cf);
 	r = load(c, &cf, config_read_string(&cf, text), "<string>", err, errlen);
 	config_destroy(&cf);

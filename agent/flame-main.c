@@ -95,6 +95,8 @@ static int read_file(const char *path, struct dc_buf *out)
 			if (ret == 0)
 				whole = out->len;
 		}
+		if (r < 0)
+			buf_free(out);
 		if (!r && ret != 0) {
 			fprintf(stderr,
 				"datacrumbs-flame: %s: ends inside a zstd frame; its last records "

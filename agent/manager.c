@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
@@ -700,6 +701,13 @@ static int on_traces_io(sd_event_source *s, int fd, uint32_t revents, void *user
 
 	traces_read(m, &m->win.cur);
 	return 0;
+}
+
+/* Rounded, not cut: 4.1 s is 4100000000 ns, where a cast gives 4099999999
+ * and aligned windows would end off the interval's multiples. */
+static uint64_t interval_ns(double sec)
+{
+	return (uint64_t)llround(sec * 1e9);
 }
 
 /* Sampled BPF statistics: on for their share of each window, in its middle,
@@ -1483,7 +1491,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		/* the tries' spacing is counted in windows: started afresh */
 		m->owed_gap = 0;
 		m->owed_retry_seq = m->win.cur.seq + 1;
-		windows_set_interval(&m->win, (uint64_t)(nc.interval * 1e9), nc.align_windows);
+		windows_set_interval(&m->win, interval_ns(nc.interval), nc.align_windows);
 		sd_event_source_set_time(
 		    m->timer, windows_deadline(&m->win, clock_ns(CLOCK_MONOTONIC)) / NSEC_PER_USEC);
 	}
@@ -2313,8 +2321,7 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	    (r = sd_event_add_signal(m->event, NULL, SIGHUP, on_hup, m)) < 0)
 		return log_error_errno(r, "Cannot install signal handlers: %m");
 
-	windows_init(&m->win, (uint64_t)(cfg->interval * 1e9), cfg->align_windows, t0_mono,
-		     t0_real_us);
+	windows_init(&m->win, interval_ns(cfg->interval), cfg->align_windows, t0_mono, t0_real_us);
 	stats_window_start(m, clock_ns(CLOCK_MONOTONIC));
 	selfstat_read(&m->self);
 	r = sd_event_add_time(m->event, &m->timer, CLOCK_MONOTONIC,

@@ -38,44 +38,21 @@ static int file_write(struct dc_sink *s, enum dc_rec_type type, const struct dc_
 	return 0;
 }
 
-/* Bytes after the last newline of a regular file opened by fd: a record
- * cut short (the disk full mid-write, a crash); 0 when it ends with a whole
- * line, or is no regular file; negative errno. */
-static int64_t file_tail_partial(int fd)
-{
-	char chunk[65536];
-	struct stat st;
-	off_t end;
+/* A record of this agent begins so: a tail after the last newline that
+ * does is one of its records cut short; anything else is not its own. */
+#define REC_START "{\"schema\":"
 
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode) || !st.st_size)
-		return 0;
-	for (end = st.st_size; end > 0;) {
-		size_t n = end < (off_t)sizeof(chunk) ? (size_t)end : sizeof(chunk);
-		ssize_t got = pread(fd, chunk, n, end - (off_t)n);
-
-		if (got < 0)
-			return -errno;
-		if ((size_t)got != n)
-			return -EIO;
-		for (size_t i = n; i > 0; i--)
-			if (chunk[i - 1] == '\n')
-				return st.st_size - (end - (off_t)n + (off_t)i);
-		end -= (off_t)n;
-	}
-	return st.st_size;
-}
-
-/* The file back to its last whole line: what follows is a record cut short,
- * which the next append would glue onto a whole one. */
-static int file_cut_partial(struct sink_file *f, int64_t partial)
+/* Cut the file back to size - partial, if it is still size long: a writer
+ * that appended meanwhile (two agents on one path, tee) keeps its bytes. */
+static int file_cut_to(struct sink_file *f, off_t size, off_t partial)
 {
 	struct stat st;
 
-	if (fstat(f->fd, &st) < 0 || ftruncate(f->fd, st.st_size - partial) < 0)
+	if (fstat(f->fd, &st) < 0)
 		return -errno;
-	return 0;
+	if (st.st_size != size)
+		return -EBUSY;
+	return ftruncate(f->fd, size - partial) < 0 ? -errno : 0;
 }
 
 static int file_flush(struct dc_sink *s)
@@ -96,10 +73,14 @@ static int file_flush(struct dc_sink *s)
 			/* a record written in part: taken back out of the file and
 			 * kept whole, so the file never ends mid-record (a stop or
 			 * a cut below would leave it so, for the next append to
-			 * glue onto) */
-			if (f->owned && whole < off &&
-			    file_cut_partial(f, (int64_t)(off - whole)) >= 0)
-				off = whole;
+			 * glue onto); O_APPEND left the offset at our end */
+			if (f->owned && whole < off) {
+				off_t end = lseek(f->fd, 0, SEEK_CUR);
+
+				if (end >= (off_t)(off - whole) &&
+				    file_cut_to(f, end, (off_t)(off - whole)) >= 0)
+					off = whole;
+			}
 			/* keep the uncommitted tail for the next flush */
 			memmove(f->buf.data, f->buf.data + off, f->buf.len - off);
 			f->buf.len -= off;
@@ -180,41 +161,63 @@ static void file_free(struct dc_sink *s)
 
 static const struct dc_sink_ops file_ops;
 
-/* A file left ending mid-record (a crash, an agent killed at a full disk):
- * cut back to its last whole line before anything is appended. */
-static int file_repair(struct sink_file *f)
+/* A file left ending mid-line: one of this agent's records cut short (a
+ * crash, an agent killed at a full disk) is cut back to its last whole
+ * line; any other tail (a file not the agent's) is kept, ended with a
+ * newline. Either way the records appended next start on their own line.
+ * Regular files only, read through a descriptor of its own: the output's
+ * stays write-only (a FIFO's reader going away must still be seen). */
+static void file_repair(struct sink_file *f)
 {
-	int64_t partial = file_tail_partial(f->fd);
-	int r;
+	char tail[65536];
+	struct stat st;
+	off_t from;
+	ssize_t n;
+	int rfd;
 
-	if (partial <= 0)
-		return (int)partial;
-	r = file_cut_partial(f, partial);
-	if (r < 0)
-		return r;
-	log_warning("%s ended in a record cut short (%" PRId64 " bytes after its last whole "
-		    "line): cut back to that line",
-		    f->path, partial);
-	return 0;
+	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode) || !st.st_size)
+		return;
+	rfd = open(f->path, O_RDONLY | O_CLOEXEC);
+	if (rfd < 0)
+		return;
+	from = st.st_size > (off_t)sizeof(tail) ? st.st_size - (off_t)sizeof(tail) : 0;
+	n = pread(rfd, tail, (size_t)(st.st_size - from), from);
+	close(rfd);
+	if (n != st.st_size - from || tail[n - 1] == '\n')
+		return; /* changed meanwhile, or whole */
+	{
+		const char *nl = memrchr(tail, '\n', (size_t)n);
+		size_t start = nl ? (size_t)(nl - tail) + 1 : 0;
+		off_t partial = n - (ssize_t)start;
+
+		if ((nl || from == 0) && (size_t)partial >= strlen(REC_START) &&
+		    !memcmp(tail + start, REC_START, strlen(REC_START)) &&
+		    file_cut_to(f, st.st_size, partial) >= 0) {
+			log_warning("%s ended in a record cut short (%lld bytes after its last "
+				    "whole line): cut back to that line",
+				    f->path, (long long)partial);
+			return;
+		}
+	}
+	if (write(f->fd, "\n", 1) == 1)
+		log_warning("%s did not end with a whole line, nor with one of the agent's records "
+			    "cut short: kept, and ended with a newline",
+			    f->path);
 }
 
 int sink_file_reopen(struct dc_sink *s)
 {
 	struct sink_file *f = (struct sink_file *)s;
-	int fd, r;
+	int fd;
 
 	if (s->ops != &file_ops || !f->owned)
 		return 0;
-	fd = open(f->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	fd = open(f->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return -errno; /* the old file stays in use */
 	close(f->fd);
 	f->fd = fd;
-	/* the new file is in use either way: a tail that cannot be cut is said */
-	r = file_repair(f);
-	if (r < 0)
-		log_warning_errno(r, "Cannot check the end of %s for a record cut short: %m",
-				  f->path);
+	file_repair(f);
 	return 0;
 }
 
@@ -274,19 +277,14 @@ int sink_file_new(const char *path, size_t max_pending, struct dc_sink **ret)
 			free(f);
 			return r;
 		}
-		f->fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+		f->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 		if (f->fd < 0) {
 			r = -errno;
 			free(f);
 			return r;
 		}
 		f->owned = true;
-		r = file_repair(f);
-		if (r < 0) {
-			close(f->fd);
-			free(f);
-			return r;
-		}
+		file_repair(f);
 	}
 	*ret = &f->base;
 	return 0;

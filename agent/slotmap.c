@@ -289,6 +289,18 @@ static bool half_touched(const struct slotmap *m, unsigned half, unsigned s)
  * or a process that starts and exits within a window would hold its
  * slots through the next (a node starting hundreds a second ran out).
  */
+/* Whether the index maps slot s's key (keys_mem) to s. */
+static bool index_names(const struct slotmap *m, unsigned s)
+{
+	uint32_t v[64];
+
+	if (bpf_map__value_size(m->idx) > sizeof(v))
+		return false;
+	return !bpf_map_lookup_elem(bpf_map__fd(m->idx), (char *)m->keys_mem + s * stride(m->ksz),
+				    v) &&
+	       v[0] == s;
+}
+
 static void choose_and_delete(struct slotmap *m, unsigned hi, uint32_t seq)
 {
 	struct give_back g = {.per = sizeof(g.batch) / m->ksz};
@@ -296,14 +308,18 @@ static void choose_and_delete(struct slotmap *m, unsigned hi, uint32_t seq)
 	unsigned half = seq & 1;
 
 	for (unsigned s = 0; s < hi; s++) {
+		uint8_t state = m->meta[s] & 3;
 		struct pid_memo *pm;
 		uint32_t tgid;
-
-		uint8_t state = m->meta[s] & 3;
 
 		if (state == SLOT_HELD ||
 		    (state == SLOT_FREE && !(owners && half_touched(m, half, s))))
 			continue;
+		/* a slot taken in this window: its key read after its values
+		 * (the program wrote the key first; an arm64 agent could see
+		 * the values before it without this) */
+		if (state == SLOT_FREE)
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		/* the dead first: an idle key of an exited process is not
 		 * parked (m->park), it cannot come back */
 		if (owners) {
@@ -316,7 +332,10 @@ static void choose_and_delete(struct slotmap *m, unsigned hi, uint32_t seq)
 				pm->seq = seq;
 				pm->gone = pid_gone(tgid);
 			}
-			if (pm->gone) {
+			/* a slot taken in this window, given back only if the
+			 * index says it is this key's: a key read stale would
+			 * leave the live one's entry naming a freed slot */
+			if (pm->gone && (state == SLOT_LIVE || index_names(m, s))) {
 				give_back_slot(m, &g, s, true);
 				m->reclaimed_exited++;
 				continue;
@@ -391,9 +410,14 @@ int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned lo
 	if (!m->flipped) {
 		flip_prepare(m);
 		flip_store(m);
+		t0 = m->flip_t0;
+	} else {
+		/* flipped on another thread before this call: flip_us is the
+		 * wait from here, within the caller's own time (drain_us is
+		 * its time less flip_us) */
+		t0 = now_us();
 	}
 	m->flipped = false;
-	t0 = m->flip_t0;
 	seq = m->flip_seq;
 	half = seq & 1;
 	/* a program that read the old half runs under RCU: once this returns,

@@ -48,8 +48,20 @@ static int emit(struct out *o, const struct line *l, const char *file)
 	{
 		struct fj v = {0};
 		char err[128] = "";
-		int r = fj_parse(l->data + s, e - s, &v, err, sizeof(err));
-		bool obj = r >= 0 && v.type == FJ_OBJ;
+		int r = 0;
+		bool obj;
+
+		/* raw control bytes (a NUL among them) are no JSON, which the
+		 * reader here would let pass; a tab is whitespace */
+		for (size_t i = s; i < e && !r; i++)
+			if ((unsigned char)l->data[i] < 0x20 && l->data[i] != '\t') {
+				snprintf(err, sizeof(err), "control byte 0x%02x at column %zu",
+					 (unsigned char)l->data[i], i + 1);
+				r = -EINVAL;
+			}
+		if (!r)
+			r = fj_parse(l->data + s, e - s, &v, err, sizeof(err));
+		obj = r >= 0 && v.type == FJ_OBJ;
 
 		if (r >= 0)
 			fj_free(&v);
@@ -128,14 +140,18 @@ static int export_file(struct out *o, const char *path)
 			ZSTD_outBuffer zo;
 
 			if (frame.cap - frame.len < out_cap) {
-				char *p = realloc(frame.data, frame.len + out_cap);
+				/* doubling: a frame of a GiB is not copied per 128 KiB */
+				size_t cap = frame.cap * 2 > frame.len + out_cap
+						 ? frame.cap * 2
+						 : frame.len + out_cap;
+				char *p = realloc(frame.data, cap);
 
 				if (!p) {
 					r = -ENOMEM;
 					break;
 				}
 				frame.data = p;
-				frame.cap = frame.len + out_cap;
+				frame.cap = cap;
 			}
 			zo = (ZSTD_outBuffer){frame.data + frame.len, out_cap, 0};
 			last = ZSTD_decompressStream(ds, &zo, &zi);

@@ -15,10 +15,11 @@
  * the wall clock, so that every node's windows cover the same spans (records
  * of a job's many nodes join on their bounds). An aligned window ends at the
  * first such multiple more than half an interval after it starts, read
- * through the clocks' offset at its start: window 0 lasts between half and
- * one and a half intervals, a late wake-up shortens the next window rather
- * than shift the grid, and a step of the wall clock is followed at the next
- * window.
+ * through the clocks' offset at its start: window 0 lasts at least half an
+ * interval (up to one and a half, more where the start-up takes past
+ * that end); a close late by less than half an interval shortens the next
+ * window, a later one leaves it to the multiple after, the grid never
+ * shifts; and a step of the wall clock is followed at the next window.
  */
 struct dc_window {
 	uint64_t seq;		/* 0, 1, 2, ... per agent run */
@@ -45,7 +46,7 @@ void windows_close(struct dc_windows *ws, uint64_t now_mono_ns, uint64_t now_rea
  * deadlines missed entirely (a stalled agent) are skipped, not replayed. */
 uint64_t windows_deadline(const struct dc_windows *ws, uint64_t now_mono_ns);
 /* Change the interval and alignment: the current window ends by them
- * (at once where that end is past). */
+ * (where that end is past, at the next deadline after now). */
 void windows_set_interval(struct dc_windows *ws, uint64_t interval_ns, bool align);
 double window_seconds(const struct dc_window *w);
 

@@ -84,6 +84,14 @@ c.check(p.returncode == 1 and "line 2 is not a JSON object" in p.stderr,
 c.check(isinstance(doc, dict) and len(doc["traceEvents"]) == 1,
         "... the output stays one JSON document, the events before it kept")
 
+# a raw control byte (a NUL) in a line: no JSON, whatever a lenient reader says
+ctl = os.path.join(tmp, "ctl.pfw.zst")
+frames(ctl, event(0) + '{"name": "a\x00b", "ph": "X"}\n')
+p, doc = export(ctl)
+c.check(p.returncode == 1 and "line 2 is not a JSON object (control byte 0x00" in p.stderr
+        and isinstance(doc, dict) and len(doc["traceEvents"]) == 1,
+        "a line with a NUL byte refused, the output one valid document (%s)" % p.stderr.strip())
+
 # a directory
 d = os.path.join(tmp, "dir")
 os.mkdir(d)

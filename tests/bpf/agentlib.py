@@ -276,6 +276,11 @@ def check_schema(c, records):
                     bad.append("%s: quantiles not ordered" % name)
     c.check(not bad, "records match the documented schema" + ("" if not bad else ": " + "; ".join(bad[:5])))
     agents = [r for r in records if r["type"] == "agent"]
+    # a time the agent took is under a minute: a difference taken the
+    # wrong way round wraps to about 2^64
+    odd = [(r["window"], k, v) for r in agents for k, v in r["cost"].items()
+           if k.endswith("_us") and isinstance(v, int) and not 0 <= v < 60 * 10**6]
+    c.check(not odd, "the agent's own times (cost.*_us) are each under a minute (%s)" % odd[:3])
     seqs = [r["window"] for r in agents]
     c.eq(seqs, list(range(len(seqs))), "one agent record per window, sequence without gaps")
     tiles = all(agents[i]["ts_start"] == agents[i - 1]["ts_end"] for i in range(1, len(agents)))

@@ -89,16 +89,28 @@ def cut_records(c, agent_bin):
                 "a disk full mid-record: the file ends with a whole line (%r)" % data[-20:])
         c.check(all(json.loads(line) for line in data.splitlines()),
                 "... every line of it a whole record")
+        frag = b'{"schema":1,"type":"features","ho'
         with open(out, "wb") as f:
-            f.write(b'{"kept":1}\n{"cut": "sho')
+            f.write(b'{"kept":1}\n' + frag)
         a = Agent(agent_bin, "interval = 0.2;\n", args=["--output", out])
         time.sleep(0.5)
         c.eq(a.stop(), 0, "agent exits 0")
         lines = open(out, "rb").read().splitlines()
         c.check(lines[0] == b'{"kept":1}' and all(json.loads(x) for x in lines)
-                and "cut short (12 bytes" in a.log(),
-                "a file found ending mid-record is cut back to its last whole line, and said "
-                "(%r)" % lines[:2])
+                and "cut short (%d bytes" % len(frag) in a.log(),
+                "a file found ending with one of the agent's records cut short is cut back to "
+                "its last whole line, and said (%r)" % lines[:2])
+        # not the agent's: kept, ended with a newline
+        with open(out, "wb") as f:
+            f.write(b"notes\nno newline")
+        a = Agent(agent_bin, "interval = 0.2;\n", args=["--output", out])
+        time.sleep(0.5)
+        c.eq(a.stop(), 0, "agent exits 0")
+        lines = open(out, "rb").read().splitlines()
+        c.check(lines[:2] == [b"notes", b"no newline"] and all(json.loads(x) for x in lines[2:])
+                and len(lines) > 2,
+                "a file ending mid-line with something else keeps it, ended with a newline "
+                "(%r)" % lines[:3])
     finally:
         subprocess.run(["umount", mnt])
 

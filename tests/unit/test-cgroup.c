@@ -48,6 +48,13 @@ int main(void)
 	CHECK(cgroup_memory_room_at(root, "/a/b", false, &room, which, sizeof(which)) == 0 &&
 		  room == 600000,
 	      "a cgroup without a limit: its ancestors' apply");
+	/* page cache is room: reclaimed before a charge fails */
+	put("/e", "memory.max", "1000000\n");
+	put("/e", "memory.current", "990000\n");
+	put("/e", "memory.stat", "anon 90000\nfile 900000\nkernel 0\n");
+	CHECK(cgroup_memory_room_at(root, "/e", false, &room, which, sizeof(which)) == 0 &&
+		  room == 910000,
+	      "the page cache in memory.current counts as room (%llu)", (unsigned long long)room);
 	put("/d", "memory.max", "500\n");
 	put("/d", "memory.current", "800\n");
 	CHECK(cgroup_memory_room_at(root, "/d", false, &room, which, sizeof(which)) == 0 &&
@@ -63,7 +70,8 @@ int main(void)
 	put("/v", "memory.limit_in_bytes", "9223372036854771712\n");
 	put("/v", "memory.usage_in_bytes", "5000\n");
 	put("/v/w", "memory.limit_in_bytes", "536870912\n");
-	put("/v/w", "memory.usage_in_bytes", "1000\n");
+	put("/v/w", "memory.usage_in_bytes", "3000\n");
+	put("/v/w", "memory.stat", "cache 5\nrss 1000\ntotal_cache 2000\n");
 	CHECK(cgroup_memory_room_at(root, "/v/w", true, &room, which, sizeof(which)) == 0 &&
 		  room == 536870912 - 1000 && !strcmp(which, "/v/w"),
 	      "v1: the limit in memory.limit_in_bytes, its unlimited parent none (%llu, %s)",
