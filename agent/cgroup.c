@@ -156,9 +156,14 @@ int cgroup_memory_room_at(const char *root, const char *path, bool v1, uint64_t 
 		    read_limit(root, cur, used_file, &used) >= 0) {
 			/* the page cache in it is reclaimed before a charge
 			 * fails: a busy I/O node's cgroups sit near their
-			 * limit with it, and have room all the same */
+			 * limit with it, and have room all the same ... */
 			uint64_t cache = read_stat(root, cur, v1 ? "total_cache" : "file");
+			/* but not tmpfs and shared memory, which stay without
+			 * swap (an MPI job's /dev/shm segments) */
+			uint64_t shmem = read_stat(root, cur, v1 ? "total_shmem" : "shmem");
 			uint64_t left;
+
+			cache -= shmem < cache ? shmem : cache;
 
 			used -= cache < used ? cache : used;
 			left = max > used ? max - used : 0;

@@ -799,7 +799,10 @@ static int read_text(const char *path, const char *from, int from_line, char **r
 	n = getdelim(&text, &cap, '\0', f);
 	/* -1 at once is an empty file only at its end: glibc fails an
 	 * allocation without setting the error flag */
-	r = n < 0 && !feof(f) ? (errno ? -errno : -ENOMEM) : 0;
+	if (ferror(f))
+		r = errno ? -errno : -EIO; /* a read cut short, whatever it got */
+	else
+		r = n < 0 && !feof(f) ? -ENOMEM : 0;
 	fclose(f);
 	if (r < 0) {
 		fail(err, errlen, "%s: cannot read: %s", path, strerror(-r));

@@ -95,6 +95,8 @@ static int read_file(const char *path, struct dc_buf *out)
 			if (ret == 0)
 				whole = out->len;
 		}
+		if (!r && out->err)
+			r = -ENOMEM;
 		if (r < 0)
 			buf_free(out);
 		if (!r && ret != 0) {
@@ -106,7 +108,7 @@ static int read_file(const char *path, struct dc_buf *out)
 		}
 		ZSTD_freeDStream(z);
 		buf_free(&raw);
-		return r ? r : out->err ? -ENOMEM : 0;
+		return r;
 	}
 	*out = raw;
 	return 0;

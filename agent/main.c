@@ -2,6 +2,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,10 @@ int main(int argc, char **argv)
 	 * (docs/benchmarks.md). The threads mostly wait in the kernel, so they
 	 * hardly contend for one arena. */
 	mallopt(M_ARENA_MAX, 1);
+	/* a reader of the output (a pipe, a FIFO) going away is a write
+	 * error the sink reports and retries, not the end of the agent
+	 * (systemd ignores SIGPIPE for its services; a shell does not) */
+	signal(SIGPIPE, SIG_IGN);
 	log_init();
 	if (args_parse(argc, argv, &a, err, sizeof(err)) < 0) {
 		fprintf(stderr, "datacrumbs: %s\nTry 'datacrumbs --help'.\n", err);

@@ -2157,7 +2157,8 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 	if (cfg->output[0]) {
 		r = sink_file_new(cfg->output, SINK_MAX_PENDING, &m->sinks[m->n_sinks]);
 		if (r < 0)
-			return log_error_errno(r, "Cannot open the output %s: %m", cfg->output);
+			return log_error_errno(r, "Cannot open the output %s: %m%s", cfg->output,
+					       r == -ENXIO ? " (a FIFO with no reader)" : "");
 		if (m->carry.len) {
 			log_notice("%" PRIu64 " records the previous output could not write go "
 				   "to %s first",

@@ -169,40 +169,88 @@ static const struct dc_sink_ops file_ops;
  * stays write-only (a FIFO's reader going away must still be seen). */
 static void file_repair(struct sink_file *f)
 {
-	char tail[65536];
+	char chunk[65536], head[sizeof(REC_START) - 1], proc[64];
+	off_t start = 0, end, partial;
 	struct stat st;
-	off_t from;
 	ssize_t n;
-	int rfd;
+	int rfd, r;
 
 	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode) || !st.st_size)
 		return;
-	rfd = open(f->path, O_RDONLY | O_CLOEXEC);
-	if (rfd < 0)
+	/* the same file as the descriptor (not whatever the path names now),
+	 * never blocking */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", f->fd);
+	rfd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (rfd < 0) {
+		log_warning_errno(-errno,
+				  "Cannot read the end of %s to check for a record cut short: %m",
+				  f->path);
 		return;
-	from = st.st_size > (off_t)sizeof(tail) ? st.st_size - (off_t)sizeof(tail) : 0;
-	n = pread(rfd, tail, (size_t)(st.st_size - from), from);
-	close(rfd);
-	if (n != st.st_size - from || tail[n - 1] == '\n')
-		return; /* changed meanwhile, or whole */
-	{
-		const char *nl = memrchr(tail, '\n', (size_t)n);
-		size_t start = nl ? (size_t)(nl - tail) + 1 : 0;
-		off_t partial = n - (ssize_t)start;
+	}
+	/* the last newline, however long the last line (a stacks record can
+	 * be hundreds of KiB) */
+	for (end = st.st_size; end > 0 && !start;) {
+		size_t len = end < (off_t)sizeof(chunk) ? (size_t)end : sizeof(chunk);
 
-		if ((nl || from == 0) && (size_t)partial >= strlen(REC_START) &&
-		    !memcmp(tail + start, REC_START, strlen(REC_START)) &&
-		    file_cut_to(f, st.st_size, partial) >= 0) {
+		n = pread(rfd, chunk, len, end - (off_t)len);
+		if (n != (ssize_t)len)
+			break;
+		if (end == st.st_size && chunk[len - 1] == '\n') {
+			close(rfd);
+			return; /* ends with a whole line */
+		}
+		for (size_t i = len; i > 0; i--)
+			if (chunk[i - 1] == '\n') {
+				start = end - (off_t)len + (off_t)i;
+				break;
+			}
+		end -= (off_t)len;
+	}
+	if (end > 0 && !start) {
+		close(rfd); /* a read cut short: changed meanwhile */
+		return;
+	}
+	partial = st.st_size - start;
+	/* any beginning of one of this agent's records counts, however short */
+	n = pread(rfd, head,
+		  (size_t)(partial < (off_t)sizeof(head) ? partial : (off_t)sizeof(head)), start);
+	close(rfd);
+	if (n <= 0)
+		return;
+	if (!memcmp(head, REC_START, (size_t)n)) {
+		r = file_cut_to(f, st.st_size, partial);
+		if (r >= 0)
 			log_warning("%s ended in a record cut short (%lld bytes after its last "
 				    "whole line): cut back to that line",
 				    f->path, (long long)partial);
+		/* grown meanwhile (another writer): not ours to touch */
+		if (r >= 0 || r == -EBUSY)
 			return;
-		}
 	}
 	if (write(f->fd, "\n", 1) == 1)
 		log_warning("%s did not end with a whole line, nor with one of the agent's records "
 			    "cut short: kept, and ended with a newline",
 			    f->path);
+}
+
+/* Opened without waiting: a FIFO with no reader is ENXIO, not an event
+ * loop stuck in open() (at start, or at a reload's reopen); then writes
+ * block as before, the sink's buffer bounding what waits. */
+static int open_output(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0640);
+	int fl;
+
+	if (fd < 0)
+		return -errno;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 int sink_file_reopen(struct dc_sink *s)
@@ -212,9 +260,9 @@ int sink_file_reopen(struct dc_sink *s)
 
 	if (s->ops != &file_ops || !f->owned)
 		return 0;
-	fd = open(f->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	fd = open_output(f->path);
 	if (fd < 0)
-		return -errno; /* the old file stays in use */
+		return fd; /* the old file stays in use */
 	close(f->fd);
 	f->fd = fd;
 	file_repair(f);
@@ -277,9 +325,9 @@ int sink_file_new(const char *path, size_t max_pending, struct dc_sink **ret)
 			free(f);
 			return r;
 		}
-		f->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+		f->fd = open_output(path);
 		if (f->fd < 0) {
-			r = -errno;
+			r = f->fd;
 			free(f);
 			return r;
 		}

@@ -75,7 +75,7 @@ int slotmap_prepare(struct slotmap *m, struct bpf_object *obj, const char *name,
 		per_page++;
 	half = ((uint64_t)regions * max + per_page - 1) / per_page * per_page;
 	/* the programs index the values with 32 bits */
-	if (!max || !regions || 2 * half > UINT32_MAX)
+	if (!max || !regions || 2 * half > UINT32_MAX || ksz > SLOTMAP_KEY_MAX)
 		return -E2BIG;
 	m->half = (unsigned)half;
 	r = bpf_map__set_max_entries(m->idx, max);
@@ -253,11 +253,13 @@ static void give_back_batch(struct slotmap *m, struct give_back *g)
 	delete_keys(m, g->batch, g->n);
 }
 
-static void give_back_slot(struct slotmap *m, struct give_back *g, unsigned s, bool exited)
+/* key: slot s's key, as read once by the caller */
+static void give_back_slot(struct slotmap *m, struct give_back *g, unsigned s, bool exited,
+			   const void *key)
 {
 	char *k = g->batch + (size_t)g->n * m->ksz;
 
-	memcpy(k, (char *)m->keys_mem + s * stride(m->ksz), m->ksz);
+	memcpy(k, key, m->ksz);
 	if (m->park && !exited)
 		m->park(m->park_ctx, k, s);
 	if (++g->n == g->per) {
@@ -277,6 +279,16 @@ static bool half_touched(const struct slotmap *m, unsigned half, unsigned s)
 	return false;
 }
 
+/* Whether the index maps key to slot s. */
+static bool index_names(const struct slotmap *m, unsigned s, const void *key)
+{
+	uint32_t v[64];
+
+	if (bpf_map__value_size(m->idx) > sizeof(v))
+		return false;
+	return !bpf_map_lookup_elem(bpf_map__fd(m->idx), key, v) && v[0] == s;
+}
+
 /*
  * Before the flip: the slots to give back at this close leave the index.
  * A slot whose process has exited goes at once, its last calls being in
@@ -289,18 +301,6 @@ static bool half_touched(const struct slotmap *m, unsigned half, unsigned s)
  * or a process that starts and exits within a window would hold its
  * slots through the next (a node starting hundreds a second ran out).
  */
-/* Whether the index maps slot s's key (keys_mem) to s. */
-static bool index_names(const struct slotmap *m, unsigned s)
-{
-	uint32_t v[64];
-
-	if (bpf_map__value_size(m->idx) > sizeof(v))
-		return false;
-	return !bpf_map_lookup_elem(bpf_map__fd(m->idx), (char *)m->keys_mem + s * stride(m->ksz),
-				    v) &&
-	       v[0] == s;
-}
-
 static void choose_and_delete(struct slotmap *m, unsigned hi, uint32_t seq)
 {
 	struct give_back g = {.per = sizeof(g.batch) / m->ksz};
@@ -309,6 +309,7 @@ static void choose_and_delete(struct slotmap *m, unsigned hi, uint32_t seq)
 
 	for (unsigned s = 0; s < hi; s++) {
 		uint8_t state = m->meta[s] & 3;
+		char key[SLOTMAP_KEY_MAX];
 		struct pid_memo *pm;
 		uint32_t tgid;
 
@@ -320,12 +321,15 @@ static void choose_and_delete(struct slotmap *m, unsigned hi, uint32_t seq)
 		 * the values before it without this) */
 		if (state == SLOT_FREE)
 			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		/* read once: the owner, the index check and the give-back all
+		 * see the same key */
+		memcpy(key, (char *)m->keys_mem + s * stride(m->ksz), m->ksz);
 		/* the dead first: an idle key of an exited process is not
 		 * parked (m->park), it cannot come back */
 		if (owners) {
 			/* a process's keys are rarely next to each other: the cache
 			 * is large enough that a node's processes are asked about once */
-			tgid = m->owner((char *)m->keys_mem + s * stride(m->ksz));
+			tgid = m->owner(key);
 			pm = &m->memo[(tgid * 2654435761u) >> (32 - PID_MEMO_BITS)];
 			if (pm->tgid != tgid || pm->seq != seq) {
 				pm->tgid = tgid;
@@ -335,15 +339,15 @@ static void choose_and_delete(struct slotmap *m, unsigned hi, uint32_t seq)
 			/* a slot taken in this window, given back only if the
 			 * index says it is this key's: a key read stale would
 			 * leave the live one's entry naming a freed slot */
-			if (pm->gone && (state == SLOT_LIVE || index_names(m, s))) {
-				give_back_slot(m, &g, s, true);
+			if (pm->gone && (state == SLOT_LIVE || index_names(m, s, key))) {
+				give_back_slot(m, &g, s, true, key);
 				m->reclaimed_exited++;
 				continue;
 			}
 		}
 		if (state == SLOT_LIVE && (m->meta[s] >> 2) >= m->idle_reclaim &&
 		    !half_touched(m, half, s))
-			give_back_slot(m, &g, s, false);
+			give_back_slot(m, &g, s, false, key);
 	}
 	if (g.n)
 		give_back_batch(m, &g);
@@ -414,7 +418,8 @@ int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned lo
 	} else {
 		/* flipped on another thread before this call: flip_us is the
 		 * wait from here, within the caller's own time (drain_us is
-		 * its time less flip_us) */
+		 * its time less flip_us); the give-back before the flip ran
+		 * on the main thread, part of its close */
 		t0 = now_us();
 	}
 	m->flipped = false;

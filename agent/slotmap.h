@@ -28,6 +28,7 @@
  * both slots carry it, and the caller merges the two (featvec_merge()).
  */
 #define PID_MEMO_BITS	     12
+#define SLOTMAP_KEY_MAX	     128 /* bytes of a key (the agent reads one on its stack) */
 #define SLOTMAP_IDLE_DEFAULT 2
 struct pid_memo {
 	uint32_t tgid, seq; /* the window whose close asked */

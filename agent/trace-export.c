@@ -52,9 +52,10 @@ static int emit(struct out *o, const struct line *l, const char *file)
 		bool obj;
 
 		/* raw control bytes (a NUL among them) are no JSON, which the
-		 * reader here would let pass; a tab is whitespace */
+		 * reader here would let pass; a tab or CR is whitespace */
 		for (size_t i = s; i < e && !r; i++)
-			if ((unsigned char)l->data[i] < 0x20 && l->data[i] != '\t') {
+			if ((unsigned char)l->data[i] < 0x20 && l->data[i] != '\t' &&
+			    l->data[i] != '\r') {
 				snprintf(err, sizeof(err), "control byte 0x%02x at column %zu",
 					 (unsigned char)l->data[i], i + 1);
 				r = -EINVAL;

@@ -27,6 +27,14 @@ def conf(text):
     return path
 
 
+def check_conf(text, want_rc, words, what):
+    """--check-config on text: its exit code, and every word in its message."""
+    path = conf(text)
+    rc, out, err = run("--check-config=" + path)
+    c.check(rc == want_rc and all(w.replace("{path}", path) in err for w in words),
+            "%s (%r)" % (what, err))
+
+
 rc, out, err = run("--version")
 c.check(rc == 0 and out.startswith("datacrumbs "), "--version prints the version (%r)" % out)
 rc, out, err = run("--help")
@@ -119,17 +127,12 @@ p = conf('interval = 0.5;\n@include "%s"\n' % os.path.join(tmp, "gone.conf"))
 rc, out, err = run("--check-config=" + p)
 c.check(rc == 2 and p + ":2:" in err and "gone.conf" in err and "No such file" in err,
         "an @include of a missing file names it and the including line (%r)" % err)
-p = conf("interval = 0.5;\n/* note\nmaps = { max_keys = 1; };\n")
-rc, out, err = run("--check-config=" + p)
-c.check(rc == 2 and p + ":2:" in err and "comment left open" in err,
-        "an unterminated comment hides no settings (%r)" % err)
-p = conf('interval = 0.5;\nhost = "node\nmaps = { max_keys = 1; };\n')
-rc, out, err = run("--check-config=" + p)
-c.check(rc == 2 and p + ":2:" in err and "string left open" in err,
-        "an unterminated string hides no settings (%r)" % err)
-p = conf("interval = 0.5;\n\0maps = { max_keys = 1; };\n")
-rc, out, err = run("--check-config=" + p)
-c.check(rc == 2 and p + ":2:" in err and "NUL" in err, "a NUL byte refused, not the end (%r)" % err)
+check_conf("interval = 0.5;\n/* note\nmaps = { max_keys = 1; };\n", 2,
+           ["{path}:2:", "comment left open"], "an unterminated comment hides no settings")
+check_conf('interval = 0.5;\nhost = "node\nmaps = { max_keys = 1; };\n', 2,
+           ["{path}:2:", "string left open"], "an unterminated string hides no settings")
+check_conf("interval = 0.5;\n\0maps = { max_keys = 1; };\n", 2, ["{path}:2:", "NUL"],
+           "a NUL byte refused, not the end")
 pr = subprocess.run([agent, "--check-config=/dev/stdin"], input="maps = { max_keys = 4294975488; };\n",
                     capture_output=True, text=True, timeout=30)
 c.check(pr.returncode == 2 and "L suffix" in pr.stderr,
@@ -137,36 +140,34 @@ c.check(pr.returncode == 2 and "L suffix" in pr.stderr,
 pr = subprocess.run([agent, "--check-config=/dev/stdin"], input="interval = 0.5;\n",
                     capture_output=True, text=True, timeout=30)
 c.check(pr.returncode == 0, "a good configuration from a pipe is read (%r)" % pr.stderr)
-p = conf("maps = 5;\n")
-rc, out, err = run("--check-config=" + p)
-c.check(rc == 2 and "'maps' is a group of settings" in err,
-        "a group given a value: said so, not called unknown (%r)" % err)
-p = conf("maps = { max_keys = 99999999999999999999999L; };\n")
-rc, out, err = run("--check-config=" + p)
-c.check(rc == 2 and "99999999999999999999999 does not fit 64 bits" in err,
-        "an L integer past 64 bits refused as written (%r)" % err)
-p = conf("maps = { max_keys = -9223372036854775808L; };\n")
-rc, out, err = run("--check-config=" + p)
-c.check(rc == 2 and "-9223372036854775808 is out of range" in err,
-        "an integer out of range printed as written, not rounded (%r)" % err)
+check_conf("maps = 5;\n", 2, ["'maps' is a group of settings"],
+           "a group given a value: said so, not called unknown")
+check_conf("maps = { max_keys = 99999999999999999999999L; };\n", 2,
+           ["99999999999999999999999 does not fit 64 bits"],
+           "an L integer past 64 bits refused as written")
+check_conf("maps = { max_keys = -9223372036854775808L; };\n", 2,
+           ["-9223372036854775808 is out of range"],
+           "an integer out of range printed as written, not rounded")
 # what the sinks would refuse at start, --check-config refuses
-p = conf('kafka = { brokers = "127.0.0.1:1"; topics = { features = ""; }; };\n')
-rc, out, err = run("--check-config=" + p)
-c.check(rc == 2 and "kafka.topics.features is empty" in err,
-        "an empty features topic with brokers set refused, not its records dropped (%r)" % err)
-p = conf('kafka = { brokers = "127.0.0.1:1"; topics = { traces = ""; }; };\n')
-rc, out, err = run("--check-config=" + p)
-c.check(rc == 0, "an empty traces topic keeps traces on the node: valid (%r)" % err)
-p = conf('kafka = { brokers = "127.0.0.1:1"; properties = ["no.such.property=1"]; };\n')
-rc, out, err = run("--check-config=" + p)
-c.check(rc == 2 and "no.such.property" in err and "No such configuration property" in err,
-        "a Kafka property librdkafka rejects, refused by --check-config (%r)" % err)
+check_conf('kafka = { brokers = "127.0.0.1:1"; topics = { features = ""; }; };\n', 2,
+           ["kafka.topics.features is empty"],
+           "an empty features topic with brokers set refused, not its records dropped")
+check_conf('kafka = { brokers = "127.0.0.1:1"; topics = { traces = ""; }; };\n', 0, [],
+           "an empty traces topic keeps traces on the node: valid")
+check_conf('kafka = { brokers = "127.0.0.1:1"; properties = ["no.such.property=1"]; };\n', 2,
+           ["no.such.property", "No such configuration property"],
+           "a Kafka property librdkafka rejects, refused by --check-config")
+check_conf('output = { path = ""; };\n', 2, ["output.path is empty"],
+           "no output and no brokers refused by --check-config")
 p = conf('output = { path = ""; };\n')
-rc, out, err = run("--check-config=" + p)
-c.check(rc == 2 and "output.path is empty" in err,
-        "no output and no brokers refused by --check-config (%r)" % err)
 rc, out, err = run("--check-config=" + p, "--output", os.path.join(tmp, "o.jsonl"))
 c.check(rc == 0, "... valid with --output (%r)" % err)
+# a FIFO with no reader: said, not an agent stuck in open() before any probe loads
+fifo = os.path.join(tmp, "fifo")
+os.mkfifo(fifo)
+rc, out, err = run("--output", fifo, "--duration", "1")
+c.check(rc == 1 and "a FIFO with no reader" in err,
+        "an output FIFO with no reader: exit 1, said, no hang (%r)" % err)
 rc, out, err = run("--check-config=" + os.path.join(tmp, "missing.conf"))
 c.check(rc == 2 and "missing.conf" in err and "No such file" in err, "missing file named (%r)" % err)
 rc, out, err = run("--help-config")

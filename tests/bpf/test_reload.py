@@ -115,6 +115,21 @@ def cut_records(c, agent_bin):
         subprocess.run(["umount", mnt])
 
 
+def fifo_reader_gone(c, agent_bin):
+    """Records to a FIFO whose reader goes away: write errors the sink keeps
+    retrying (bounded), not the agent killed by SIGPIPE, which a shell or
+    Python leaves at its default where systemd does not."""
+    d = tempfile.mkdtemp(prefix="dc-fifo-")
+    fifo = os.path.join(d, "records")
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["head", "-c", "2000", fifo], stdout=subprocess.DEVNULL)
+    a = Agent(agent_bin, "interval = 0.2;\n", args=["--output", fifo])
+    reader.wait(30)
+    time.sleep(1)
+    c.eq(a.stop(), 0, "agent exits 0 after its FIFO's reader went away")
+    c.check("Broken pipe" in a.log(), "... the write error said")
+
+
 def main():
     agent_bin, wl_bin = sys.argv[1:3]
     require_root()
@@ -187,6 +202,7 @@ def main():
     blk = [any(p["name"] == "block" for p in r["probes"]) for r in agents]
     full_disk(c, agent_bin)
     cut_records(c, agent_bin)
+    fifo_reader_gone(c, agent_bin)
     c.check(True in blk and blk[-1] is False, "the block layer went off at the reload")
     got = sum(r["ops"].get("pwrite64", {}).get("count", 0) for r in recs
               if r["type"] == "features" and r["pid"] == pid)

@@ -55,6 +55,13 @@ int main(void)
 	CHECK(cgroup_memory_room_at(root, "/e", false, &room, which, sizeof(which)) == 0 &&
 		  room == 910000,
 	      "the page cache in memory.current counts as room (%llu)", (unsigned long long)room);
+	/* ... but not shared memory (tmpfs, /dev/shm): no swap, no reclaim */
+	put("/s", "memory.max", "1000000\n");
+	put("/s", "memory.current", "990000\n");
+	put("/s", "memory.stat", "anon 90000\nfile 900000\nshmem 800000\n");
+	CHECK(cgroup_memory_room_at(root, "/s", false, &room, which, sizeof(which)) == 0 &&
+		  room == 110000,
+	      "shared memory in the page cache is no room (%llu)", (unsigned long long)room);
 	put("/d", "memory.max", "500\n");
 	put("/d", "memory.current", "800\n");
 	CHECK(cgroup_memory_room_at(root, "/d", false, &room, which, sizeof(which)) == 0 &&
