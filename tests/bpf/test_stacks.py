@@ -340,6 +340,10 @@ def short_lived_run(agent_bin, load):
     try:
         a = Agent(agent_bin, conf)
         try:
+            # early in a window, past its close (tens of ms): windows end on
+            # the wall clock's multiples of the interval, and one ending
+            # while the process lingers would be drained before it exits
+            time.sleep(3.0 - time.time() % 3.0 + 0.3)
             t0 = time.time()
             pid = run_load(load, cg, os.path.join(tmp, "data"), "a", linger_ms=200)
             t1 = time.time()
