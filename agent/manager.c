@@ -132,6 +132,8 @@ struct manager {
 	bool vfs_bad_config;	   /* its start failed on probes.vfs, not on the kernel */
 	char budget_note[160];	   /* the last change of level, for STATUS= */
 	struct dc_sink_stats sinks_prev[2];
+	uint64_t sink_lost_carry; /* records a stopped sink lost, for the next losses */
+	bool kafka_was_down;	  /* the Kafka sink a reload stopped had no brokers */
 	struct window_losses {
 		uint64_t map_full, ring_full, sampled_out, recursion_misses;
 		uint64_t queue_full, spool_shed, sink_dropped_bytes, sink_dropped_records;
@@ -851,6 +853,8 @@ static void window_losses(struct manager *m, const struct dc_agent_stats *st)
 		l->sink_dropped_records += now->dropped_records - prev->dropped_records;
 		m->sinks_prev[i] = *now;
 	}
+	l->sink_dropped_records += m->sink_lost_carry;
+	m->sink_lost_carry = 0;
 }
 
 static void report_self(struct dc_json *j, void *opaque)
@@ -2141,6 +2145,15 @@ static void sinks_stop(struct manager *m)
 	 * over; what a full disk left in the file sink moves to the next one */
 	for (size_t i = 0; i < m->n_sinks; i++) {
 		m->carry_records += sink_file_take_pending(m->sinks[i], &m->carry);
+		if (m->sinks[i] == m->kafka) {
+			m->kafka_was_down = sink_kafka_brokers_down(m->sinks[i]);
+			/* what the stop loses reaches the next window's losses (a
+			 * reload's; at the agent's stop there is none) */
+			sink_kafka_stop(m->sinks[i]);
+			if (i < ELEMENTSOF(m->sinks_prev))
+				m->sink_lost_carry += m->sinks[i]->stats.dropped_records -
+						      m->sinks_prev[i].dropped_records;
+		}
 		m->sinks[i] = sink_free(m->sinks[i]);
 	}
 	m->n_sinks = 0;
@@ -2185,7 +2198,11 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 		    .spool_max_bytes = (uint64_t)cfg->spool_max_mib << 20,
 		    .spool_fsync = cfg->spool_fsync,
 		    .flush_timeout_ms = (uint64_t)(cfg->kafka_flush_timeout * 1000),
-		    .start_timeout_ms = (uint64_t)(cfg->kafka_start_timeout * 1000),
+		    /* a reload while the brokers were down: no wait for an
+		     * answer that will not come, the event loop (and the
+		     * window) held meanwhile */
+		    .start_timeout_ms =
+			m->kafka_was_down ? 0 : (uint64_t)(cfg->kafka_start_timeout * 1000),
 		};
 
 		r = sink_kafka_new(&kp, m->event, &m->sinks[m->n_sinks], err, sizeof(err));

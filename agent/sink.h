@@ -112,6 +112,14 @@ struct sink_kafka_params {
  * defaults), without connecting: -EINVAL with its words in err. */
 int sink_kafka_check(const char *brokers, const char *properties, char *err, size_t errlen);
 
+/* Before a Kafka sink is freed: its last deliveries (not with the brokers
+ * down) and the segments only memory holds written to the spool; what
+ * cannot be is lost, and counted in its stats.dropped_records, which the
+ * caller can then still read. No-op for other sinks. */
+void sink_kafka_stop(struct dc_sink *s);
+/* Whether a Kafka sink's brokers are all down (librdkafka said so). */
+bool sink_kafka_brokers_down(const struct dc_sink *s);
+
 /* A Kafka producer behind a write-ahead disk spool (sink-kafka.c). On a bad
  * property or an unknown topic: -EINVAL/-ENOENT with librdkafka's words in err. */
 int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc_sink **ret,
