@@ -61,6 +61,7 @@ struct kseg {
 	size_t next_off;      /* next record to produce */
 	uint64_t outstanding; /* produced, no delivery report yet */
 	uint64_t failed;      /* delivery reports with an error, this attempt */
+	bool lost;	      /* at stop, neither delivered nor written: counted as lost */
 	int last_err;
 	uint64_t sealed_usec; /* CLOCK_MONOTONIC when sealed; 0 for a previous run's */
 };
@@ -134,7 +135,7 @@ static size_t seg_count(const struct sink_kafka *k)
 	size_t n = 0;
 
 	for (struct kseg *g = k->head; g; g = g->next)
-		n++;
+		n += !g->lost;
 	return n;
 }
 
@@ -700,12 +701,11 @@ static void spool_held(struct sink_kafka *k)
 {
 	uint64_t lost = 0, kept = 0;
 
-	for (struct kseg *g = k->head, *next; g; g = next) {
+	for (struct kseg *g = k->head; g; g = g->next) {
 		uint64_t left;
 		int r;
 
-		next = g->next;
-		if (g->file_bytes || !g->loaded)
+		if (g->file_bytes || !g->loaded || g->lost)
 			continue;
 		/* what the broker has not acknowledged yet, from the first record
 		 * of this attempt: the whole segment, as a replay would send it */
@@ -715,11 +715,12 @@ static void spool_held(struct sink_kafka *k)
 		if (!r)
 			r = spool_write(k->spool, g->meta.seq, k->scratch.data, k->scratch.len);
 		if (r < 0) {
-			/* gone from the list: a second call (the free after
-			 * sink_kafka_stop()) neither counts nor names it again */
+			/* marked, not freed (the producer may still hold its
+			 * messages until it is destroyed): a second call (the
+			 * free after sink_kafka_stop()) neither counts nor names
+			 * it again */
 			lost += left;
-			unlink_seg(k, g);
-			kseg_free(g);
+			g->lost = true;
 			continue;
 		}
 		g->file_bytes = k->scratch.len;
