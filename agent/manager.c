@@ -132,8 +132,12 @@ struct manager {
 	bool vfs_bad_config;	   /* its start failed on probes.vfs, not on the kernel */
 	char budget_note[160];	   /* the last change of level, for STATUS= */
 	struct dc_sink_stats sinks_prev[2];
-	uint64_t sink_lost_carry; /* records a stopped sink lost, for the next losses */
-	bool kafka_was_down;	  /* the Kafka sink a reload stopped had no brokers */
+	/* what stopped sinks counted since the last window's losses: the
+	 * next window's (a reload's sinks start from zero) */
+	struct sink_carry {
+		uint64_t queue_full, shed, dropped_bytes, dropped_records;
+	} sink_carry;
+	bool kafka_was_down; /* the Kafka sink a reload stopped had no brokers */
 	struct window_losses {
 		uint64_t map_full, ring_full, sampled_out, recursion_misses;
 		uint64_t queue_full, spool_shed, sink_dropped_bytes, sink_dropped_records;
@@ -853,8 +857,11 @@ static void window_losses(struct manager *m, const struct dc_agent_stats *st)
 		l->sink_dropped_records += now->dropped_records - prev->dropped_records;
 		m->sinks_prev[i] = *now;
 	}
-	l->sink_dropped_records += m->sink_lost_carry;
-	m->sink_lost_carry = 0;
+	l->queue_full += m->sink_carry.queue_full;
+	l->spool_shed += m->sink_carry.shed;
+	l->sink_dropped_bytes += m->sink_carry.dropped_bytes;
+	l->sink_dropped_records += m->sink_carry.dropped_records;
+	m->sink_carry = (struct sink_carry){};
 }
 
 static void report_self(struct dc_json *j, void *opaque)
@@ -2143,16 +2150,25 @@ static void sinks_stop(struct manager *m)
 {
 	/* Kafka's final flush happens here, after the last window was handed
 	 * over; what a full disk left in the file sink moves to the next one */
+	m->kafka_was_down = false;
 	for (size_t i = 0; i < m->n_sinks; i++) {
 		m->carry_records += sink_file_take_pending(m->sinks[i], &m->carry);
 		if (m->sinks[i] == m->kafka) {
 			m->kafka_was_down = sink_kafka_brokers_down(m->sinks[i]);
-			/* what the stop loses reaches the next window's losses (a
-			 * reload's; at the agent's stop there is none) */
 			sink_kafka_stop(m->sinks[i]);
-			if (i < ELEMENTSOF(m->sinks_prev))
-				m->sink_lost_carry += m->sinks[i]->stats.dropped_records -
-						      m->sinks_prev[i].dropped_records;
+		}
+		/* what this sink counted since the last window's losses (the
+		 * window's own flush, the stop's losses) reaches the next
+		 * window's: a reload's; at the agent's stop no window follows */
+		if (i < ELEMENTSOF(m->sinks_prev)) {
+			const struct dc_sink_stats *now = &m->sinks[i]->stats,
+						   *prev = &m->sinks_prev[i];
+
+			m->sink_carry.queue_full += now->queue_full - prev->queue_full;
+			m->sink_carry.shed += now->shed_records - prev->shed_records;
+			m->sink_carry.dropped_bytes += now->dropped_bytes - prev->dropped_bytes;
+			m->sink_carry.dropped_records +=
+			    now->dropped_records - prev->dropped_records;
 		}
 		m->sinks[i] = sink_free(m->sinks[i]);
 	}
@@ -2202,7 +2218,9 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 		     * answer that will not come, the event loop (and the
 		     * window) held meanwhile */
 		    .start_timeout_ms =
-			m->kafka_was_down ? 0 : (uint64_t)(cfg->kafka_start_timeout * 1000),
+			m->kafka_was_down && !strcmp(cfg->kafka_brokers, m->cfg.kafka_brokers)
+			    ? 0
+			    : (uint64_t)(cfg->kafka_start_timeout * 1000),
 		};
 
 		r = sink_kafka_new(&kp, m->event, &m->sinks[m->n_sinks], err, sizeof(err));

@@ -715,10 +715,9 @@ static void spool_held(struct sink_kafka *k)
 		if (!r)
 			r = spool_write(k->spool, g->meta.seq, k->scratch.data, k->scratch.len);
 		if (r < 0) {
-			/* marked, not freed (the producer may still hold its
-			 * messages until it is destroyed): a second call (the
-			 * free after sink_kafka_stop()) neither counts nor names
-			 * it again */
+			/* marked, not freed: the producer may still hold its
+			 * messages until it is destroyed; left out of the count
+			 * of segments still to send */
 			lost += left;
 			g->lost = true;
 			continue;
