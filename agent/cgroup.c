@@ -44,28 +44,6 @@ int cgroup_io_where(void)
 	return where;
 }
 
-/* bpf_get_current_cgroup_id() names a cgroup of the v2 hierarchy, which is
- * at /sys/fs/cgroup on unified systems and elsewhere (often .../unified) on
- * hybrid ones: find where it is mounted. */
-int cgroup2_mount(char *out, size_t len)
-{
-	char line[4096], dev[256], mnt[PATH_MAX], type[64];
-	FILE *f = fopen("/proc/self/mounts", "re");
-	int r = -ENOENT;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%255s %4095s %63s", dev, mnt, type) == 3 &&
-		    !strcmp(type, "cgroup2")) {
-			snprintf(out, len, "%s", mnt);
-			r = 0;
-			break;
-		}
-	fclose(f);
-	return r;
-}
-
 /* Whether a comma-separated list (mount options, /proc/self/cgroup's
  * controllers) names the controller. */
 static bool controller_listed(const char *list, const char *name)
@@ -76,6 +54,35 @@ static bool controller_listed(const char *list, const char *name)
 		if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == 0))
 			return true;
 	return false;
+}
+
+/* Where a hierarchy of type ("cgroup2", or "cgroup" with the controller
+ * among its options) is mounted; -ENOENT. */
+static int mount_of(const char *type, const char *controller, char *out, size_t len)
+{
+	char line[4096], dev[256], mnt[PATH_MAX], t[64], opts[1024];
+	FILE *f = fopen("/proc/self/mounts", "re");
+	int r = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%255s %4095s %63s %1023s", dev, mnt, t, opts) == 4 &&
+		    !strcmp(t, type) && (!controller || controller_listed(opts, controller))) {
+			snprintf(out, len, "%s", mnt);
+			r = 0;
+			break;
+		}
+	fclose(f);
+	return r;
+}
+
+/* bpf_get_current_cgroup_id() names a cgroup of the v2 hierarchy, which is
+ * at /sys/fs/cgroup on unified systems and elsewhere (often .../unified) on
+ * hybrid ones: find where it is mounted. */
+int cgroup2_mount(char *out, size_t len)
+{
+	return mount_of("cgroup2", NULL, out, len);
 }
 
 /* A cgroup file's number; "max" as UINT64_MAX. */
@@ -185,26 +192,6 @@ int cgroup_memory_room_at(const char *root, const char *path, bool v1, uint64_t 
 	return 0;
 }
 
-/* Where the v1 memory controller is mounted (a hybrid host); -ENOENT. */
-static int memory_v1_mount(char *out, size_t len)
-{
-	char line[4096], dev[256], mnt[PATH_MAX], type[64], opts[1024];
-	FILE *f = fopen("/proc/self/mounts", "re");
-	int r = -ENOENT;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%255s %4095s %63s %1023s", dev, mnt, type, opts) == 4 &&
-		    !strcmp(type, "cgroup") && controller_listed(opts, "memory")) {
-			snprintf(out, len, "%s", mnt);
-			r = 0;
-			break;
-		}
-	fclose(f);
-	return r;
-}
-
 int cgroup_memory_room(uint64_t *room, char *which, size_t len)
 {
 	char root[PATH_MAX], line[PATH_MAX + 64], v2[PATH_MAX] = "", v1[PATH_MAX] = "";
@@ -234,7 +221,7 @@ int cgroup_memory_room(uint64_t *room, char *which, size_t len)
 		}
 	}
 	fclose(f);
-	if (have_v1 && memory_v1_mount(root, sizeof(root)) >= 0)
+	if (have_v1 && mount_of("cgroup", "memory", root, sizeof(root)) >= 0)
 		return cgroup_memory_room_at(root, v1, true, room, which, len);
 	if (have_v2 && cgroup2_mount(root, sizeof(root)) >= 0)
 		return cgroup_memory_room_at(root, v2, false, room, which, len);

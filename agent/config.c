@@ -607,19 +607,18 @@ static int apply_libraries(struct dc_config *c, config_setting_t *s, const char 
 
 			line = (int)config_setting_source_line(e);
 			if (!strcmp(name, "path") || !strcmp(name, "category")) {
+				char *to = !strcmp(name, "path") ? l->path : l->category;
+				size_t cap = to == l->path ? sizeof(l->path) : sizeof(l->category);
+
 				v = config_setting_get_string(e);
 				if (!v || !*v)
 					r = fail(msg, sizeof(msg),
 						 "%s: expected a non-empty string", name);
-				else if (strlen(v) >= (!strcmp(name, "path") ? sizeof(l->path)
-									     : sizeof(l->category)))
+				else if (strlen(v) >= cap)
 					r = fail(msg, sizeof(msg), "%s: longer than %zu bytes",
-						 name,
-						 (!strcmp(name, "path") ? sizeof(l->path)
-									: sizeof(l->category)) -
-						     1);
+						 name, cap - 1);
 				else
-					strcpy(!strcmp(name, "path") ? l->path : l->category, v);
+					strcpy(to, v);
 			} else if (!strcmp(name, "functions")) {
 				r = strlist_join(e, l->functions, sizeof(l->functions), name, msg,
 						 sizeof(msg));
@@ -673,17 +672,18 @@ static int apply_setting(struct dc_config *c, config_setting_t *s, const char *f
 	switch (it->type) {
 	case CFG_FLOAT:
 	case CFG_INT:
-		if ((type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64) &&
-		    ((double)config_setting_get_int64(s) < it->min ||
-		     (double)config_setting_get_int64(s) > it->max))
+		if (type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64) {
+			long long iv = config_setting_get_int64(s);
+
 			/* the integer as written: as a double, a large one reads
 			 * rounded (-9.2233720368547758e+18) */
-			r = fail(msg, sizeof(msg), "%s: %lld is out of range [%.17g, %.17g]", path,
-				 config_setting_get_int64(s), it->min, it->max);
-		else if (type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64)
-			r = set_number(c, it, (double)config_setting_get_int64(s), msg,
-				       sizeof(msg));
-		else if (type == CONFIG_TYPE_FLOAT && it->type == CFG_FLOAT)
+			if ((double)iv < it->min || (double)iv > it->max)
+				r = fail(msg, sizeof(msg),
+					 "%s: %lld is out of range [%.17g, %.17g]", path, iv,
+					 it->min, it->max);
+			else
+				r = set_number(c, it, (double)iv, msg, sizeof(msg));
+		} else if (type == CONFIG_TYPE_FLOAT && it->type == CFG_FLOAT)
 			r = set_number(c, it, config_setting_get_float(s), msg, sizeof(msg));
 		else
 			r = fail(msg, sizeof(msg), "%s: expected %s", path,

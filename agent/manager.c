@@ -828,6 +828,23 @@ static const char *trace_lib_func(void *opaque, uint32_t func)
 
 /* One window's losses of every layer and sink, in one place: what a
  * consumer checks before trusting the window's numbers. */
+/* Sink i's losses since they were last taken, into m->sink_carry: a
+ * window's summary takes them from there (window_losses). */
+static void sink_losses_since(struct manager *m, size_t i)
+{
+	const struct dc_sink_stats *now = &m->sinks[i]->stats;
+	struct dc_sink_stats *prev;
+
+	if (i >= ELEMENTSOF(m->sinks_prev))
+		return;
+	prev = &m->sinks_prev[i];
+	m->sink_carry.queue_full += now->queue_full - prev->queue_full;
+	m->sink_carry.shed += now->shed_records - prev->shed_records;
+	m->sink_carry.dropped_bytes += now->dropped_bytes - prev->dropped_bytes;
+	m->sink_carry.dropped_records += now->dropped_records - prev->dropped_records;
+	*prev = *now;
+}
+
 static void window_losses(struct manager *m, const struct dc_agent_stats *st)
 {
 	struct window_losses *l = &m->losses;
@@ -848,15 +865,8 @@ static void window_losses(struct manager *m, const struct dc_agent_stats *st)
 	    .recursion_misses = st->recursion_misses + st->blk_recursion_misses +
 				st->pc_recursion_misses + st->ur_recursion_misses,
 	};
-	for (size_t i = 0; i < m->n_sinks && i < ELEMENTSOF(m->sinks_prev); i++) {
-		const struct dc_sink_stats *now = &m->sinks[i]->stats, *prev = &m->sinks_prev[i];
-
-		l->queue_full += now->queue_full - prev->queue_full;
-		l->spool_shed += now->shed_records - prev->shed_records;
-		l->sink_dropped_bytes += now->dropped_bytes - prev->dropped_bytes;
-		l->sink_dropped_records += now->dropped_records - prev->dropped_records;
-		m->sinks_prev[i] = *now;
-	}
+	for (size_t i = 0; i < m->n_sinks; i++)
+		sink_losses_since(m, i);
 	l->queue_full += m->sink_carry.queue_full;
 	l->spool_shed += m->sink_carry.shed;
 	l->sink_dropped_bytes += m->sink_carry.dropped_bytes;
@@ -2160,16 +2170,7 @@ static void sinks_stop(struct manager *m)
 		/* what this sink counted since the last window's losses (the
 		 * window's own flush, the stop's losses) reaches the next
 		 * window's: a reload's; at the agent's stop no window follows */
-		if (i < ELEMENTSOF(m->sinks_prev)) {
-			const struct dc_sink_stats *now = &m->sinks[i]->stats,
-						   *prev = &m->sinks_prev[i];
-
-			m->sink_carry.queue_full += now->queue_full - prev->queue_full;
-			m->sink_carry.shed += now->shed_records - prev->shed_records;
-			m->sink_carry.dropped_bytes += now->dropped_bytes - prev->dropped_bytes;
-			m->sink_carry.dropped_records +=
-			    now->dropped_records - prev->dropped_records;
-		}
+		sink_losses_since(m, i);
 		m->sinks[i] = sink_free(m->sinks[i]);
 	}
 	m->n_sinks = 0;

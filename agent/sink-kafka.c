@@ -465,7 +465,6 @@ static void service(struct sink_kafka *k)
 		rd_kafka_poll(k->rk, 0);
 	settle(k);
 	pump(k);
-	release_idle(k);
 }
 
 static int on_queue(sd_event_source *s, int fd, uint32_t revents, void *userdata)
@@ -613,6 +612,9 @@ static int kafka_flush(struct dc_sink *s)
 		r2 = seal(k, DC_SEG_TRACES, &k->building_tr, &k->building_tr_n);
 	enforce_bound(k);
 	service(k);
+	/* here, not at every delivery: segments are only appended, so one
+	 * loaded beyond the pump's reach is one just sealed */
+	release_idle(k);
 	return r < 0 ? r : r2;
 }
 
