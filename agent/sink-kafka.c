@@ -91,6 +91,12 @@ struct sink_kafka {
 	uint64_t resume_usec; /* pump paused until then after a failed segment */
 	uint64_t backoff_usec;
 	bool brokers_down;
+	bool spool_failing;	  /* the last segment written could not be */
+	unsigned spool_recreated; /* spool_recreated() when last looked at */
+	/* delivered segments the spool would not delete (read-only): tried
+	 * again once it takes writes, or the next start would send them again */
+	uint64_t *undeleted;
+	size_t n_undeleted, cap_undeleted;
 	bool stopped; /* sink_kafka_stop() ran */
 	/* published in the agent record */
 	uint64_t delivered, produced, dr_errors, queue_full, too_large, corrupt, spool_errors;
@@ -144,10 +150,19 @@ static void seg_done(struct sink_kafka *k, struct kseg *g)
 {
 	int r = spool_remove(k->spool, g->meta.seq);
 
-	if (r < 0 && r != -ENOENT)
-		log_warning_errno(r,
-				  "Cannot delete delivered spool segment %" PRIu64 ": %m, ignoring",
-				  g->meta.seq);
+	if (r < 0 && r != -ENOENT) {
+		uint64_t *u = VEC_PUSH(k->undeleted, k->n_undeleted, k->cap_undeleted);
+
+		if (k->n_undeleted == 1 || !u)
+			log_warning_errno(r,
+					  "Cannot delete delivered spool segment %" PRIu64
+					  ": %m; trying again once the spool takes writes%s",
+					  g->meta.seq,
+					  u ? ""
+					    : " (out of memory: the next start sends it again)");
+		if (u)
+			*u = g->meta.seq;
+	}
 	k->spool_bytes -= g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
 	if (g->sealed_usec) {
 		k->lat_ms[k->lat_n % LAT_RING] = (now_usec() - g->sealed_usec) / 1000;
@@ -368,10 +383,26 @@ static void pump(struct sink_kafka *k)
 		}
 		if (inflight >= MAX_INFLIGHT_SEGMENTS)
 			return;
-		inflight++;
 		r = seg_load(k, g);
 		if (r < 0) {
 			if (r == -EBADMSG) {
+				k->spool_bytes -=
+				    g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
+				unlink_seg(k, g);
+				kseg_free(g);
+				continue;
+			}
+			if (r == -ENOENT) {
+				/* deleted by hand while the agent ran: waiting
+				 * for it would stop the pump for good */
+				char path[512];
+
+				spool_path(k->spool, g->meta.seq, path, sizeof(path));
+				log_error(
+				    "Spool segment %s was deleted while the agent ran: its %" PRIu64
+				    " records are lost; delivering the rest",
+				    path, g->meta.n_records);
+				k->base.stats.dropped_records += g->meta.n_records;
 				k->spool_bytes -=
 				    g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
 				unlink_seg(k, g);
@@ -383,6 +414,7 @@ static void pump(struct sink_kafka *k)
 			k->resume_usec = now_usec() + k->backoff_usec;
 			return;
 		}
+		inflight++;
 		off = g->next_off;
 		while ((r = seg_raw_next(g->raw.data, g->raw.len, &off, &rec)) > 0) {
 			rd_kafka_resp_err_t err;
@@ -553,6 +585,89 @@ static int kafka_write(struct dc_sink *s, enum dc_rec_type type, const struct dc
 	return k->building.err ? -ENOMEM : 0;
 }
 
+/* A segment only memory holds, written to the spool. */
+static int spool_put(struct sink_kafka *k, struct kseg *g)
+{
+	int r = seg_encode(&g->meta, g->raw.data, g->raw.len, g->meta.kind == DC_SEG_TRACES ? 1 : 3,
+			   &k->scratch);
+
+	if (!r)
+		r = spool_write(k->spool, g->meta.seq, k->scratch.data, k->scratch.len);
+	if (r < 0)
+		return r;
+	g->file_bytes = k->scratch.len;
+	k->spool_bytes += g->file_bytes;
+	return 0;
+}
+
+/*
+ * The spool took a segment again after refusing some (a full disk, a
+ * read-only remount), or its directory, removed while the agent ran, was
+ * made again by that write: the segments only memory held go to disk now,
+ * so that a crash from here on loses none. With the directory went the
+ * files of the segments not loaded (beyond the next ones to produce):
+ * those windows are lost, said and counted. `fresh` was written just now.
+ */
+static void spool_recover(struct sink_kafka *k, const struct kseg *fresh)
+{
+	unsigned remade = spool_recreated(k->spool) - k->spool_recreated;
+	uint64_t lost = 0, lost_segs = 0, written = 0, failed = 0;
+
+	if (!remade && !k->spool_failing)
+		return;
+	k->spool_recreated += remade;
+	for (struct kseg *g = k->head, *next; g; g = next) {
+		next = g->next;
+		if (g == fresh || g->lost)
+			continue;
+		if (remade && g->file_bytes) {
+			k->spool_bytes -=
+			    g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
+			g->file_bytes = 0;
+			if (!g->loaded) {
+				lost += g->meta.n_records;
+				lost_segs++;
+				unlink_seg(k, g);
+				kseg_free(g);
+				continue;
+			}
+		}
+		if (!g->file_bytes && g->loaded)
+			spool_put(k, g) < 0 ? failed++ : written++;
+	}
+	if (remade)
+		log_error("The spool directory %s was removed while the agent ran: made again; "
+			  "%" PRIu64 " segments (%" PRIu64 " records) that only its files held are "
+			  "lost, %" PRIu64 " held in memory written to it again",
+			  spool_dir(k->spool), lost_segs, lost, written);
+	else
+		log_notice("The spool %s takes segments again: %" PRIu64
+			   " held in memory written to it",
+			   spool_dir(k->spool), written);
+	if (failed)
+		log_warning("%" PRIu64 " segments held in memory could not be written to the "
+			    "spool: still held",
+			    failed);
+	k->spool_failing = false;
+	k->base.stats.dropped_records += lost;
+}
+
+static void delete_undeleted(struct sink_kafka *k)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < k->n_undeleted; i++) {
+		int r = spool_remove(k->spool, k->undeleted[i]);
+
+		if (r < 0 && r != -ENOENT)
+			k->undeleted[w++] = k->undeleted[i];
+	}
+	if (w < k->n_undeleted && !w)
+		log_notice("Deleted the %zu delivered spool segments the spool had refused to",
+			   k->n_undeleted);
+	k->n_undeleted = w;
+}
+
 /* Seal records into a spool segment of a kind and queue it. */
 static int seal(struct sink_kafka *k, enum dc_seg_kind kind, struct dc_buf *building,
 		uint64_t *building_n)
@@ -581,12 +696,16 @@ static int seal(struct sink_kafka *k, enum dc_seg_kind kind, struct dc_buf *buil
 	if (!r)
 		r = spool_write(k->spool, g->meta.seq, k->scratch.data, k->scratch.len);
 	if (r < 0) {
-		/* still delivered from memory; only a crash before delivery loses it */
-		if (!k->spool_errors++)
+		/* still delivered from memory; only a crash before delivery
+		 * loses it. Said once an episode: the next write that takes
+		 * ends it (spool_recover) */
+		if (!k->spool_failing)
 			log_error_errno(r,
 					"Cannot write to the spool %s: %m; holding records in "
-					"memory until delivered",
+					"memory until delivered or the spool takes them",
 					spool_dir(k->spool));
+		k->spool_failing = true;
+		k->spool_errors++;
 		k->base.stats.errors++;
 	} else {
 		g->file_bytes = k->scratch.len;
@@ -595,6 +714,10 @@ static int seal(struct sink_kafka *k, enum dc_seg_kind kind, struct dc_buf *buil
 	for (tail = &k->head; *tail; tail = &(*tail)->next)
 		;
 	*tail = g;
+	if (r >= 0) {
+		spool_recover(k, g);
+		delete_undeleted(k);
+	}
 	return r < 0 ? r : 0;
 }
 
@@ -712,10 +835,7 @@ static void spool_held(struct sink_kafka *k)
 		/* what the broker has not acknowledged yet, from the first record
 		 * of this attempt: the whole segment, as a replay would send it */
 		left = g->meta.n_records;
-		r = seg_encode(&g->meta, g->raw.data, g->raw.len,
-			       g->meta.kind == DC_SEG_TRACES ? 1 : 3, &k->scratch);
-		if (!r)
-			r = spool_write(k->spool, g->meta.seq, k->scratch.data, k->scratch.len);
+		r = spool_put(k, g);
 		if (r < 0) {
 			/* marked, not freed: the producer may still hold its
 			 * messages until it is destroyed; left out of the count
@@ -724,8 +844,6 @@ static void spool_held(struct sink_kafka *k)
 			g->lost = true;
 			continue;
 		}
-		g->file_bytes = k->scratch.len;
-		k->spool_bytes += g->file_bytes;
 		kept++;
 	}
 	if (kept)
@@ -790,6 +908,7 @@ static void kafka_free(struct dc_sink *s)
 		if (k->pipe[i] >= 0)
 			close(k->pipe[i]);
 	spool_free(k->spool);
+	free(k->undeleted);
 	buf_free(&k->building);
 	buf_free(&k->building_tr);
 	buf_free(&k->scratch);

@@ -19,7 +19,8 @@ struct spool {
 	int dir_fd;
 	bool fsync;
 	uint64_t next_seq;
-	size_t skipped; /* names like a segment's that are none */
+	size_t skipped;	    /* names like a segment's that are none */
+	unsigned recreated; /* the directory made again after it was removed */
 	struct spool_entry *existing;
 	size_t n_existing;
 };
@@ -144,6 +145,38 @@ uint64_t spool_next_seq(struct spool *s)
 	return s->next_seq++;
 }
 
+unsigned spool_recreated(const struct spool *s)
+{
+	return s->recreated;
+}
+
+/*
+ * The directory held open was removed (an operator's rm -rf, a cleanup
+ * job): every later write would fail with ENOENT for the rest of the run.
+ * It is made again at its path and held instead. A directory merely
+ * renamed is still ours and still takes writes: left as it is.
+ */
+static int recreate_dir(struct spool *s)
+{
+	struct stat st;
+	int fd, r;
+
+	if (fstat(s->dir_fd, &st) < 0)
+		return -errno;
+	if (st.st_nlink > 0)
+		return -ENOENT; /* not removed: the error was something else's */
+	r = mkdir_parents(s->dir, true);
+	if (r < 0)
+		return r;
+	fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(s->dir_fd);
+	s->dir_fd = fd;
+	s->recreated++;
+	return 0;
+}
+
 int spool_write(struct spool *s, uint64_t seq, const char *data, size_t len)
 {
 	char name[64], tmp[64];
@@ -153,8 +186,15 @@ int spool_write(struct spool *s, uint64_t seq, const char *data, size_t len)
 	snprintf(name, sizeof(name), "%020" PRIu64 ".seg", seq);
 	snprintf(tmp, sizeof(tmp), "%020" PRIu64 ".seg.tmp", seq);
 	fd = openat(s->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		int r = -errno;
+
+		if (r != -ENOENT || (r = recreate_dir(s)) < 0)
+			return r;
+		fd = openat(s->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+		if (fd < 0)
+			return -errno;
+	}
 	while (off < len) {
 		ssize_t n = write(fd, data + off, len - off);
 

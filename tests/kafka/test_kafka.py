@@ -8,6 +8,7 @@ usage: test_kafka.py SCENARIO AGENT WORKLOAD MOCK_BROKER
 import json
 import os
 import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -72,8 +73,11 @@ def windows_by_run(msgs):
 def wait_spool_empty(spool, timeout, ignore=()):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not [f for f in os.listdir(spool) if f.endswith(".seg") and f not in ignore]:
-            return True
+        try:
+            if not [f for f in os.listdir(spool) if f.endswith(".seg") and f not in ignore]:
+                return True
+        except FileNotFoundError:
+            pass  # removed (scenario_spool_removed): not delivered, gone
         time.sleep(0.2)
     return False
 
@@ -95,10 +99,8 @@ def check_dups(c, msgs, label):
     same payload."""
     seen, bad, dups = {}, 0, 0
     for m in msgs:
-        r = m["rec"]
         # a window has one record per process, per device, per (process, file)
-        k = (r["host"], r["run"], r["window"], r["type"], r.get("pid"), r.get("cgroup_id"),
-             r.get("dev"), r.get("ino"), r.get("igen"), r.get("fhash"))
+        k = rec_key(m["rec"])
         if k in seen:
             dups += 1
             bad += seen[k] != m["payload"]
@@ -295,6 +297,126 @@ def scenario_reload_full(agent_bin, wl_bin, mock_bin):
             "(%s)" % [x for x in counted if x])
     b.close()
     c.done()
+
+
+def rec_key(r):
+    """What tells a record from every other of its run (check_dups' key)."""
+    return (r["host"], r["run"], r["window"], r["type"], r.get("pid"), r.get("cgroup_id"),
+            r.get("dev"), r.get("ino"), r.get("igen"), r.get("fhash"))
+
+
+# librdkafka's reconnect backoff grows to 10 s: a broker back is seen in
+# half a second with this bound
+QUICK_RECONNECT = 'properties = ["reconnect.backoff.max.ms=500"];'
+
+
+def scenario_spool_removed(agent_bin, wl_bin, mock_bin):
+    """The spool directory removed during an outage (rm -rf by an operator or
+    a cleanup job): the next window makes it again and goes on spooling; the
+    windows that only its files held are lost, said and counted, and the pump
+    delivers the rest when the broker returns (it used to wait for a deleted
+    segment for good, and every later window went to memory only)."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2, extra=QUICK_RECONNECT))
+    b.cmd("down")
+    # more windows than the pump keeps loaded (8): the rest live in files only
+    time.sleep(4)
+    before = len([f for f in os.listdir(spool) if f.endswith(".seg")])
+    shutil.rmtree(spool)
+    time.sleep(1.5)
+    c.check(os.path.isdir(spool) and any(f.endswith(".seg") for f in os.listdir(spool)),
+            "the spool directory is made again and takes the next windows")
+    m = re.search(r"The spool directory \S+ was removed while the agent ran: made again; "
+                  r"(\d+) segments \((\d+) records\) that only its files held are lost", a.log())
+    c.check(m is not None, "the log says the directory was removed and what was lost")
+    lost = int(m.group(2)) if m else -1
+    c.check(before > 8 and m and int(m.group(1)) > 0,
+            "segments beyond the loaded ones were lost with it (%d on disk, %s lost)"
+            % (before, m.group(1) if m else "none"))
+    b.cmd("up")
+    c.check(wait_spool_empty(spool, 60), "the rest is delivered when the broker returns")
+    c.eq(a.stop(), 0, "agent exits 0")
+    local = a.records()
+    kafka = consume(b.bootstrap, "datacrumbs.agent") + consume(b.bootstrap, "datacrumbs.features")
+    got = {rec_key(m["rec"]) for m in kafka}
+    missing = [r for r in local if r["type"] != "stacks" and rec_key(r) not in got]
+    c.eq(len(missing), lost, "the records missing from Kafka are the ones said lost")
+    counted = sum(m["rec"]["losses"]["sink_dropped_records"]
+                  for m in kafka if m["rec"]["type"] == "agent")
+    c.eq(counted, lost, "... and counted in the agent records' losses.sink_dropped_records")
+    last_local = max(r["window"] for r in local if r["type"] == "agent")
+    last_kafka = max(m["rec"]["window"] for m in kafka if m["rec"]["type"] == "agent")
+    c.eq(last_kafka, last_local, "every window after the removal delivered, the last too")
+    b.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+    c.done()
+
+
+def scenario_spool_readonly(agent_bin, wl_bin, mock_bin):
+    """The spool read-only for a while (a remount) during an outage: the
+    windows held in memory meanwhile go to disk once it takes writes again,
+    so a crash after that loses none; delivered segments it would not delete
+    are deleted then, so the next start does not send them again."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    # a file system of its own, remounted read-only under the agent's open
+    # directory (a read-only bind mount on top would not reach it)
+    os.mkdir(spool)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", spool], check=True)
+    try:
+        a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2, extra=QUICK_RECONNECT))
+        b.cmd("down")
+        time.sleep(1)  # windows on disk
+        subprocess.run(["mount", "-o", "remount,ro", spool], check=True)
+        time.sleep(1)  # windows in memory only
+        b.cmd("up")
+        time.sleep(3)  # all delivered; the ones on disk cannot be deleted
+        b.cmd("down")
+        time.sleep(1)  # windows in memory only, not delivered
+        held = len([f for f in os.listdir(spool) if f.endswith(".seg")])
+        subprocess.run(["mount", "-o", "remount,rw", spool], check=True)
+        time.sleep(1)  # the spool takes writes again
+        log = a.log()
+        c.check("Cannot write to the spool" in log and "Read-only file system" in log,
+                "the log says the spool refused writes")
+        c.check(re.search(r"The spool \S+ takes segments again: [1-9]\d* held in memory "
+                          r"written to it", log) is not None,
+                "the log says the held windows went to disk when it took writes again")
+        c.check(re.search(r"Deleted the [1-9]\d* delivered spool segments", log) is not None,
+                "... and that the delivered segments it had refused to delete are deleted")
+        a.proc.send_signal(signal.SIGKILL)
+        a.proc.wait(10)
+        left = len([f for f in os.listdir(spool) if f.endswith(".seg")])
+        print("# %d segments in the spool before the remount read-write, %d at the kill"
+              % (held, left))
+        b.cmd("up")
+        a2 = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2, extra=QUICK_RECONNECT))
+        c.check(wait_spool_empty(spool, 60), "the restarted agent delivered the spool")
+        c.eq(a2.stop(), 0, "restarted agent exits 0")
+    finally:
+        subprocess.run(["umount", spool])
+    agents = consume(b.bootstrap, "datacrumbs.agent")
+    runs = windows_by_run(agents)
+    run1 = [r for r in runs if r != a2_run(agents, runs)]
+    c.eq(len(run1), 1, "the first run's windows arrived")
+    if run1:
+        check_run(c, runs, run1[0], "first run (killed)")
+        w = runs[run1[0]]
+        c.eq(len(w), len(set(w)), "no window of the first run sent twice")
+    b.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+    c.done()
+
+
+def a2_run(agents, runs):
+    """The run whose first window arrived last: the restarted agent's."""
+    order = [m["hdr"]["run"] for m in agents]
+    return max(runs, key=lambda r: order.index(r))
 
 
 def scenario_kill9(agent_bin, wl_bin, mock_bin):
@@ -732,6 +854,7 @@ def main():
      "reload-full": scenario_reload_full,
      "corrupt": scenario_corrupt, "config": scenario_config, "spool-full": scenario_spool_full,
      "traces": scenario_traces, "traces-settings": scenario_traces_settings,
+     "spool-removed": scenario_spool_removed, "spool-readonly": scenario_spool_readonly,
      "secrets": scenario_secrets, "stacks": scenario_stacks, "late-topic": scenario_late_topic,
      "fatal": scenario_fatal}[scenario](agent_bin, wl_bin, mock_bin)
 

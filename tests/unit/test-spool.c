@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "spool.h"
+#include "tap.h"
+
+static char base[64];
+
+static int rm_rf(const char *dir)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+static bool has_seg(const char *dir, uint64_t seq)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%020llu.seg", dir, (unsigned long long)seq);
+	return access(p, F_OK) == 0;
+}
+
+int main(void)
+{
+	char dir[PATH_MAX], moved[PATH_MAX];
+	struct spool *s = NULL;
+	struct dc_buf b = {};
+	int r;
+
+	snprintf(base, sizeof(base), "/tmp/dc-test-spool-XXXXXX");
+	if (!mkdtemp(base))
+		return 1;
+	snprintf(dir, sizeof(dir), "%s/a/spool", base);
+	snprintf(moved, sizeof(moved), "%s/moved", base);
+
+	r = spool_open(dir, false, &s);
+	CHECK(r == 0, "open makes the directory and its parents (%d)", r);
+	if (r)
+		return 1;
+	CHECK(spool_write(s, spool_next_seq(s), "one", 3) == 0 && has_seg(dir, 0), "a write");
+
+	/* removed with its parents: the next write makes it again */
+	rm_rf(base);
+	mkdir(base, 0700);
+	r = spool_write(s, spool_next_seq(s), "two", 3);
+	CHECK(r == 0, "a write after the directory was removed (%d)", r);
+	CHECK(has_seg(dir, 1) && !has_seg(dir, 0), "... lands in the directory made again");
+	CHECK(spool_recreated(s) == 1, "... counted (%u)", spool_recreated(s));
+	CHECK(spool_read(s, 1, &b) == 0 && b.len == 3 && !memcmp(b.data, "two", 3),
+	      "... and is read back from there");
+	CHECK(spool_read(s, 0, &b) == -ENOENT, "the segment removed with it is gone: ENOENT");
+
+	/* renamed: still ours, writes follow it and nothing is made */
+	r = rename(dir, moved);
+	CHECK(r == 0, "rename the directory");
+	CHECK(spool_write(s, spool_next_seq(s), "three", 5) == 0 && has_seg(moved, 2) &&
+		  access(dir, F_OK) != 0,
+	      "a renamed directory keeps taking writes; none is made at the old path");
+	CHECK(spool_recreated(s) == 1, "... not counted as made again (%u)", spool_recreated(s));
+
+	/* removed where its parent cannot be made: the error, not a crash */
+	rm_rf(base);
+	if (symlink("/proc/self/nonexistent-dir", base) == 0) {
+		r = spool_write(s, spool_next_seq(s), "four", 4);
+		CHECK(r < 0, "a directory that cannot be made again: an error (%d)", r);
+		unlink(base);
+	}
+	spool_free(s);
+	buf_free(&b);
+	rm_rf(base);
+	return tap_done();
+}
