@@ -12,7 +12,12 @@
  * "floor" drains a shared hash of the same keys with 8-byte values (same
  * drain code, nothing folded, no flip): the kernel's own walk, whatever a
  * value holds; what any design keeping a per-window hash pays at least.
- * usage: drainbench KEYS percpu|shared|floor REPS
+ * "percpu-live" and "percpu-exited" are "percpu" with the agent's check for
+ * exited processes on (slotmap.owner, done at the close before the flip,
+ * on the main thread: in "flip us"): every key's process alive (this one),
+ * or every key's process gone, so that every slot goes back at each close
+ * (the worst case: a node whose processes all exited within the window).
+ * usage: drainbench KEYS LAYOUT REPS
  */
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -134,6 +139,15 @@ static int floor_run(unsigned keys, unsigned max_entries, int reps)
 	return 0;
 }
 
+/* percpu-live: every key this process's; percpu-exited: no process's (above
+ * any pid_max, kill() says ESRCH) */
+static uint32_t tgid_base = 100000;
+
+static uint32_t key_owner(const void *key)
+{
+	return ((const struct dc_agg_key *)key)->tgid;
+}
+
 /* The same keys and values written where the programs would put them: each
  * key its slot, every region (CPU) of the half being filled. */
 static int fill_slots(struct slotmap *m, unsigned n)
@@ -144,7 +158,10 @@ static int fill_slots(struct slotmap *m, unsigned n)
 	if (r < 0)
 		return r;
 	for (unsigned i = 0; i < n; i++) {
-		struct dc_agg_key k = {.cgroup_id = 1, .tgid = 100000 + i / 50, .op = i % 50};
+		struct dc_agg_key k = {.cgroup_id = 1,
+				       .tgid = tgid_base == (uint32_t)getpid() ? tgid_base
+									       : tgid_base + i / 50,
+				       .op = i % 50};
 		__u32 slot = i;
 
 		memcpy((struct dc_agg_key *)m->keys_mem + i, &k, sizeof(k));
@@ -164,8 +181,9 @@ static int fill_slots(struct slotmap *m, unsigned n)
 
 int main(int argc, char **argv)
 {
-	static const char *const layouts[] = {"percpu", "shared", "hash-percpu", "hash-shared",
-					      "floor"};
+	static const char *const layouts[] = {"percpu",	      "shared", "hash-percpu",
+					      "hash-shared",  "floor",	"percpu-live",
+					      "percpu-exited"};
 	struct baseline_bpf *skel = NULL;
 	struct winmap w = {.inner_fd = {-1, -1}};
 	struct slotmap m = {.barrier_inner_fd = -1};
@@ -178,9 +196,9 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[2], layouts[i]))
 			layout = i;
 	if (argc != 4 || atoi(argv[1]) <= 0 || atoi(argv[3]) <= 0 || layout < 0) {
-		fprintf(
-		    stderr,
-		    "usage: drainbench KEYS percpu|shared|hash-percpu|hash-shared|floor REPS\n");
+		fprintf(stderr,
+			"usage: drainbench KEYS percpu|shared|hash-percpu|hash-shared|floor|"
+			"percpu-live|percpu-exited REPS\n");
 		return 2;
 	}
 	keys = (unsigned)atoi(argv[1]);
@@ -212,6 +230,10 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	skel->rodata->drain_half = m.half;
+	if (strstr(argv[2], "-live") || strstr(argv[2], "-exited")) {
+		m.owner = key_owner; /* before install: it sizes the pid cache */
+		tgid_base = strstr(argv[2], "-live") ? (uint32_t)getpid() : 0x7f000000u;
+	}
 	if (baseline_bpf__load(skel) || winmap_install(&w) || slotmap_install(&m)) {
 		fprintf(stderr, "drainbench: cannot create the window maps: %m\n");
 		goto out;
