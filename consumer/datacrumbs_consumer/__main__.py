@@ -79,6 +79,16 @@ def read_rows(path):
     return df.fillna(0)
 
 
+def positive_seconds(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a number of seconds" % text) from None
+    if not (v >= 0.001 and v <= 86400):
+        raise argparse.ArgumentTypeError("%r: an interval from 0.001 to 86400 seconds" % text)
+    return v
+
+
 # ---- subcommands ----------------------------------------------------------
 
 def cmd_flatten(a):
@@ -86,6 +96,10 @@ def cmd_flatten(a):
     client = client_of(a)
     try:
         ddf, cols = rows_from_source(a, client, labels)
+        off = None
+        if a.join_nodes is not None:
+            from .dataset import join_nodes
+            ddf, cols, off = join_nodes(ddf, cols, int(round(a.join_nodes * 1e6)))
         os.makedirs(a.out, exist_ok=True)
         for f in glob.glob(os.path.join(a.out, "part-*.csv")):
             os.unlink(f)
@@ -94,6 +108,13 @@ def cmd_flatten(a):
         nrows = count_rows(ddf, client)
         print("%d rows, %d columns (%d `<function>-<category>.<stat>`) in %s/part-*.csv"
               % (nrows, len(cols), len(R.stat_columns(cols)), a.out))
+        if off is not None:
+            off = count_rows(off, client)
+            if off:
+                print("warning: %d rows left out: their windows did not end within %d%% of "
+                      "the interval of a multiple of %g s (agents with align_windows = false, "
+                      "or another interval)" % (off, R.GRID_SLACK * 100, a.join_nodes),
+                      file=sys.stderr)
     finally:
         client.close()
 
@@ -290,6 +311,9 @@ def main(argv=None):
     add_dask(p)
     p.add_argument("--labels", help="only the generator's workloads, named by their labels")
     p.add_argument("--out", required=True, help="directory for part-*.csv")
+    p.add_argument("--join-nodes", type=positive_seconds, metavar="INTERVAL",
+                   help="one row per (workload, window end) across every node: a job's "
+                   "windows on all its nodes summed; INTERVAL is the agents' (seconds)")
     p.add_argument("--blocksize", type=int, default=S.BLOCKSIZE, help=argparse.SUPPRESS)
     p.set_defaults(fn=cmd_flatten)
 

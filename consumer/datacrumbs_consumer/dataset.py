@@ -173,6 +173,35 @@ def load_rows(client, files=None, kafka=None, labels=None, blocksize=S.BLOCKSIZE
     return ddf, cols
 
 
+def _grid_part(df, interval_us):
+    df = df.copy()
+    g = (df["ts_end"] / interval_us).round().astype("int64") * interval_us
+    df["grid_end"] = g.astype("int64")
+    df["on_grid"] = (df["ts_end"] - g).abs() <= interval_us * R.GRID_SLACK
+    df["hosts"] = 1
+    df["workload"] = [R.node_workload(w, h) for w, h in zip(df["workload"], df["host"])]
+    return df
+
+
+def join_nodes(ddf, cols, interval_us):
+    """The flattened rows of many nodes joined per (workload, window end on
+    the grid): records.join_nodes on Dask. Returns the joined dataframe, its
+    columns, and the rows left out because off the grid (count_rows counts
+    them: a Dask scalar's compute fails in Debian 12's Dask, as len() does)."""
+    meta = _grid_part(ddf._meta, interval_us)
+    g = ddf.map_partitions(_grid_part, interval_us, meta=meta)
+    off = g[~g["on_grid"]]
+    g = g[g["on_grid"]]
+    stat = [c for c in cols if c not in R.KEYS + R.WINDOW_COLS]
+    agg = {c: "sum" for c in stat + ["hosts"]}
+    agg["ts_start"] = "min"
+    out = g.groupby(R.JOIN_KEYS).agg(agg, split_out=max(1, ddf.npartitions // 4)).reset_index()
+    out["ts_end"] = out["grid_end"]
+    out["duration_us"] = interval_us
+    jcols = R.JOIN_KEYS + ["ts_start", "ts_end", "duration_us", "hosts"] + stat
+    return out[jcols], jcols, off
+
+
 def count_rows(ddf, client=None):
     """Rows of a Dask frame, one count per partition.
 

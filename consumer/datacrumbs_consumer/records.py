@@ -179,6 +179,61 @@ def combine_rows(rows):
     return list(acc.values())
 
 
+# Rows of many nodes joined: one per (workload, window end on the grid)
+JOIN_KEYS = ["workload", "grid_end"]
+# how far (a share of the interval) a window's end may lie from the grid:
+# an aligned window closes a millisecond or so late (docs/records.md), more
+# when a close takes long (a node whose processes all exited: 150 ms for
+# 100k slots, docs/benchmarks.md); one of an unaligned agent or of another
+# interval lies anywhere
+GRID_SLACK = 0.25
+
+
+def grid_end(ts_end, interval_us):
+    """The multiple of the interval a window's end belongs to (microseconds)."""
+    return int(round(ts_end / interval_us)) * interval_us
+
+
+def on_grid(ts_end, interval_us):
+    return abs(ts_end - grid_end(ts_end, interval_us)) <= interval_us * GRID_SLACK
+
+
+def node_workload(workload, host):
+    """A workload's name across nodes: a job, pod, unit or cgroup path names
+    the same thing on every node; a pid does not, and keeps its host."""
+    return "%s@%s" % (workload, host) if workload.startswith("pid:") else workload
+
+
+def join_nodes(rows, interval_us):
+    """Rows of (host, run, window, workload) -> rows of (workload, grid_end):
+    one workload's windows on every node that ended at the same multiple of
+    the interval, summed (the agents' align_windows, the default, puts every
+    node's windows on that grid). `hosts` counts the (host, run) rows summed;
+    `ts_start` is the earliest; `duration_us` is the interval. Returns the
+    joined rows and how many rows lay off the grid (not joined: agents with
+    align_windows = false, or another interval). A `pid:` workload is one
+    node's: it becomes `pid:<pid>@<host>` and is not summed with another's."""
+    acc, off = {}, 0
+    for r in rows:
+        if not on_grid(r["ts_end"], interval_us):
+            off += 1
+            continue
+        g = grid_end(r["ts_end"], interval_us)
+        wl = node_workload(r["workload"], r["host"])
+        k = (wl, g)
+        a = acc.get(k)
+        if a is None:
+            a = acc[k] = {"workload": wl, "grid_end": g, "ts_start": r["ts_start"],
+                          "ts_end": g, "duration_us": interval_us, "hosts": 0}
+        a["hosts"] += 1
+        a["ts_start"] = min(a["ts_start"], r["ts_start"])
+        for c, v in r.items():
+            if c in KEYS or c in WINDOW_COLS:
+                continue
+            a[c] = a.get(c, 0) + v
+    return list(acc.values()), off
+
+
 def stat_columns(columns):
     """The `<function>-<category>.<stat>` columns among `columns`."""
     return [c for c in columns if "." in c and "-" in c.rpartition(".")[0]]

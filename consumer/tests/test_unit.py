@@ -176,6 +176,56 @@ class DaskLoad(unittest.TestCase):
         self.assertEqual(list(a["ext4_sync_file-ext4.time_ns"]), [1900000, 1900000])
         self.assertEqual(list(df[df["workload"] == "pid:200"]["ext4_sync_file-ext4.count"]), [0, 0])
 
+    def nodes_file(self, d):
+        """The fixture's records on three nodes: h1 as is (windows ending on
+        0.5 s multiples), h2 closing each window 1.2 ms late (aligned), h3
+        200 ms off the grid (align_windows = false)."""
+        out = os.path.join(d, "nodes.jsonl")
+        with open(out, "w") as f:
+            for host, shift in (("h1", 0), ("h2", 1200), ("h3", 200000)):
+                for r in fixture_records():
+                    r = dict(r, host=host, run="run-" + host)
+                    r["ts_start"] += shift
+                    r["ts_end"] += shift
+                    f.write(json.dumps(r) + "\n")
+        return out
+
+    def test_join_nodes(self):
+        d = tempfile.mkdtemp()
+        try:
+            path = self.nodes_file(d)
+            with open(path, "rb") as f:
+                recs = [json.loads(ln) for ln in f]
+            plain = R.combine_rows(R.row_of(r) for r in recs if r["type"] == "features")
+            joined, off = R.join_nodes(plain, 500000)
+            client = D.make_client(workers=1, threads=2, processes=False)
+            try:
+                ddf, cols = D.load_rows(client, files=[path], blocksize=300)
+                jd, jcols, doff = D.join_nodes(ddf, cols, 500000)
+                df = client.compute(jd, sync=True)
+                doff = D.count_rows(doff, client)
+            finally:
+                client.close()
+        finally:
+            shutil.rmtree(d)
+        # h3's 4 rows (2 windows x 2 workloads) are off the grid; h1 and h2
+        # join for the unit; pid 200 is a process of each node, not one
+        self.assertEqual(off, 4)
+        self.assertEqual(doff, 4)
+        self.assertEqual(sorted({r["workload"] for r in joined}),
+                         ["pid:200@h1", "pid:200@h2", "unit:a.service"])
+        self.assertEqual(len(joined), 6)
+        a0 = [r for r in joined if r["workload"] == "unit:a.service" and r["grid_end"] == 1500000][0]
+        self.assertEqual(a0["hosts"], 2)
+        self.assertEqual(a0["processes"], 4)
+        self.assertEqual(a0["pwrite64-syscall.count"], 30)  # 15 on each node
+        self.assertEqual(a0["ts_start"], 1000000)
+        self.assertEqual(a0["duration_us"], 500000)
+        self.assertEqual(len(df), 6)
+        row = df[(df["workload"] == "unit:a.service") & (df["grid_end"] == 1500000)].iloc[0]
+        for c in jcols:
+            self.assertEqual(row[c], a0.get(c, 0), c)  # a plain row omits what it lacks
+
     def test_labels(self):
         lab = D.Labels([{"workload": "w1", "host": "h1", "pid": 100, "t_start_us": 1200000,
                          "t_end_us": 2600000, "bandwidth": 5.0}])
