@@ -2201,6 +2201,8 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 	}
 	if (cfg->kafka_brokers[0]) {
 		char err[1024];
+		bool still_down =
+		    m->kafka_was_down && !strcmp(cfg->kafka_brokers, m->cfg.kafka_brokers);
 		struct sink_kafka_params kp = {
 		    .brokers = cfg->kafka_brokers,
 		    .properties = cfg->kafka_properties,
@@ -2219,9 +2221,10 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 		     * answer that will not come, the event loop (and the
 		     * window) held meanwhile */
 		    .start_timeout_ms =
-			m->kafka_was_down && !strcmp(cfg->kafka_brokers, m->cfg.kafka_brokers)
-			    ? 0
-			    : (uint64_t)(cfg->kafka_start_timeout * 1000),
+			still_down ? 0 : (uint64_t)(cfg->kafka_start_timeout * 1000),
+		    /* and believed down from the start: a second reload moments
+		     * later, before librdkafka has said so again, waits no more */
+		    .brokers_down = still_down,
 		};
 
 		r = sink_kafka_new(&kp, m->event, &m->sinks[m->n_sinks], err, sizeof(err));

@@ -979,6 +979,14 @@ static int stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
 	/* top-level totals come before the per-broker objects */
 	k->tx_bytes = stat_field(json, "\"tx_bytes\":");
 	k->txmsg_bytes = stat_field(json, "\"txmsg_bytes\":");
+	/* librdkafka says when all brokers are down (error_cb) but not when
+	 * one is back: a delivery shows it, and with nothing to deliver a
+	 * broker object's state does ("state" is the broker's alone in a
+	 * producer's statistics). Believed down, a stop would skip its flush */
+	if (k->brokers_down && strstr(json, "\"state\":\"UP\"")) {
+		log_notice("Kafka: brokers reachable again, delivering the spool");
+		k->brokers_down = false;
+	}
 	return 0; /* librdkafka frees json */
 }
 
@@ -1223,6 +1231,7 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 	k->spool_max = p->spool_max_bytes;
 	k->flush_timeout_ms = p->flush_timeout_ms;
 	k->backoff_usec = BACKOFF_MIN_USEC;
+	k->brokers_down = p->brokers_down;
 	snprintf(k->host, sizeof(k->host), "%s", p->host);
 	snprintf(k->run, sizeof(k->run), "%s", p->run);
 	snprintf(k->topic_name[DC_REC_FEATURES], sizeof(k->topic_name[0]), "%s", p->topic_features);

@@ -106,6 +106,9 @@ struct sink_kafka_params {
 	bool spool_fsync;
 	uint64_t flush_timeout_ms;
 	uint64_t start_timeout_ms;
+	/* the brokers were down for the sink this one replaces: believed down
+	 * until a delivery or librdkafka's statistics show one up */
+	bool brokers_down;
 };
 
 /* Whether librdkafka takes these brokers and properties (after the agent's
