@@ -91,8 +91,11 @@ struct sink_kafka {
 	uint64_t resume_usec; /* pump paused until then after a failed segment */
 	uint64_t backoff_usec;
 	bool brokers_down;
-	bool spool_failing;	  /* the last segment written could not be */
+	bool spool_failing;	  /* segments only memory holds wait for the spool */
+	bool spool_gone;	  /* its directory removed: the files' losses counted */
 	unsigned spool_recreated; /* spool_recreated() when last looked at */
+	uint64_t spool_err_usec;  /* when a write error was last logged */
+	uint64_t spool_err_quiet; /* write errors since, not logged */
 	/* delivered segments the spool would not delete (read-only): tried
 	 * again once it takes writes, or the next start would send them again */
 	uint64_t *undeleted;
@@ -146,23 +149,34 @@ static size_t seg_count(const struct sink_kafka *k)
 }
 
 /* All of a segment's records are persisted (or given up): it leaves custody. */
+/* A segment's file, deleted; if the spool refuses (read-only), tried again
+ * once it takes writes, or the next start would send it again. A segment
+ * only memory held has no file to delete (and a read-only file system says
+ * EROFS even for a name that is not there). */
+static void seg_unlink(struct sink_kafka *k, struct kseg *g, const char *what)
+{
+	int r;
+	uint64_t *u;
+
+	if (!g->file_bytes)
+		return;
+	r = spool_remove(k->spool, g->meta.seq);
+	if (r >= 0 || r == -ENOENT)
+		return;
+	u = VEC_PUSH(k->undeleted, k->n_undeleted, k->cap_undeleted);
+	if (k->n_undeleted == 1 || !u)
+		log_warning_errno(r,
+				  "Cannot delete %s spool segment %" PRIu64
+				  ": %m; trying again once the spool takes writes%s",
+				  what, g->meta.seq,
+				  u ? "" : " (out of memory: the next start sends it again)");
+	if (u)
+		*u = g->meta.seq;
+}
+
 static void seg_done(struct sink_kafka *k, struct kseg *g)
 {
-	int r = spool_remove(k->spool, g->meta.seq);
-
-	if (r < 0 && r != -ENOENT) {
-		uint64_t *u = VEC_PUSH(k->undeleted, k->n_undeleted, k->cap_undeleted);
-
-		if (k->n_undeleted == 1 || !u)
-			log_warning_errno(r,
-					  "Cannot delete delivered spool segment %" PRIu64
-					  ": %m; trying again once the spool takes writes%s",
-					  g->meta.seq,
-					  u ? ""
-					    : " (out of memory: the next start sends it again)");
-		if (u)
-			*u = g->meta.seq;
-	}
+	seg_unlink(k, g, "delivered");
 	k->spool_bytes -= g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
 	if (g->sealed_usec) {
 		k->lat_ms[k->lat_n % LAT_RING] = (now_usec() - g->sealed_usec) / 1000;
@@ -305,6 +319,7 @@ static int produce_one(struct sink_kafka *k, struct kseg *g, const struct dc_seg
 }
 
 static int producer_new(struct sink_kafka *k, char *err, size_t errlen);
+static void files_lost(struct sink_kafka *k, const struct kseg *fresh, bool remade);
 static void producer_free(struct sink_kafka *k);
 
 /*
@@ -392,7 +407,14 @@ static void pump(struct sink_kafka *k)
 				kseg_free(g);
 				continue;
 			}
-			if (r == -ENOENT) {
+			if ((r == -ENOENT || r == -ESTALE) && spool_gone(k->spool)) {
+				/* the whole directory: every unloaded segment
+				 * went with it, counted at once, in one line */
+				if (!k->spool_gone)
+					files_lost(k, NULL, false);
+				return;
+			}
+			if (r == -ENOENT || r == -ESTALE) {
 				/* deleted by hand while the agent ran: waiting
 				 * for it would stop the pump for good */
 				char path[512];
@@ -558,7 +580,7 @@ static void enforce_bound(struct sink_kafka *k)
 			k->shed_records[kind] += g->meta.n_records;
 			k->base.stats.shed_records += g->meta.n_records;
 			k->shed_segments++;
-			spool_remove(k->spool, g->meta.seq);
+			seg_unlink(k, g, "shed");
 			k->spool_bytes -= g->file_bytes;
 			unlink_seg(k, g);
 			kseg_free(g);
@@ -601,55 +623,84 @@ static int spool_put(struct sink_kafka *k, struct kseg *g)
 }
 
 /*
+ * The spool's directory was removed while the agent ran: the files of the
+ * segments went with it. Those loaded are held in memory now (written to
+ * the spool again when it takes writes); those not loaded (beyond the next
+ * ones to produce) are lost, said once and counted. `fresh` was written
+ * into the directory made again, if it was.
+ */
+static void files_lost(struct sink_kafka *k, const struct kseg *fresh, bool remade)
+{
+	uint64_t lost = 0, lost_segs = 0;
+
+	for (struct kseg *g = k->head, *next; g; g = next) {
+		next = g->next;
+		if (g == fresh || g->lost || !g->file_bytes)
+			continue;
+		k->spool_bytes -= g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
+		g->file_bytes = 0;
+		if (!g->loaded) {
+			lost += g->meta.n_records;
+			lost_segs++;
+			unlink_seg(k, g);
+			kseg_free(g);
+		}
+	}
+	/* what is left waits in memory until the spool takes it */
+	k->spool_failing = true;
+	k->spool_gone = !remade;
+	k->base.stats.dropped_records += lost;
+	log_error("The spool directory %s was removed while the agent ran%s; %" PRIu64
+		  " segments (%" PRIu64 " records) that only its files held are lost",
+		  spool_dir(k->spool), remade ? ": made again" : " and cannot be made again (yet)",
+		  lost_segs, lost);
+}
+
+/* Segments the spool takes a window once it takes writes again: the rest
+ * next window, so that a long outage's backlog (two fsyncs a segment) does
+ * not hold the event loop at once */
+#define RESPOOL_PER_WINDOW 16
+
+/*
  * The spool took a segment again after refusing some (a full disk, a
- * read-only remount), or its directory, removed while the agent ran, was
- * made again by that write: the segments only memory held go to disk now,
- * so that a crash from here on loses none. With the directory went the
- * files of the segments not loaded (beyond the next ones to produce):
- * those windows are lost, said and counted. `fresh` was written just now.
+ * read-only remount, its directory removed and made again): the segments
+ * only memory held go to disk, oldest first, a few a window, so that a
+ * crash from then on loses none. Still refused: they stay held, and the
+ * next window tries again.
  */
 static void spool_recover(struct sink_kafka *k, const struct kseg *fresh)
 {
-	unsigned remade = spool_recreated(k->spool) - k->spool_recreated;
-	uint64_t lost = 0, lost_segs = 0, written = 0, failed = 0;
+	uint64_t written = 0;
+	int r = 0;
 
-	if (!remade && !k->spool_failing)
-		return;
-	k->spool_recreated += remade;
-	for (struct kseg *g = k->head, *next; g; g = next) {
-		next = g->next;
-		if (g == fresh || g->lost)
-			continue;
-		if (remade && g->file_bytes) {
-			k->spool_bytes -=
-			    g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
-			g->file_bytes = 0;
-			if (!g->loaded) {
-				lost += g->meta.n_records;
-				lost_segs++;
-				unlink_seg(k, g);
-				kseg_free(g);
-				continue;
-			}
+	if (spool_recreated(k->spool) != k->spool_recreated) {
+		k->spool_recreated = spool_recreated(k->spool);
+		if (k->spool_gone) {
+			log_notice("The spool directory %s is made again", spool_dir(k->spool));
+			k->spool_gone = false;
+		} else {
+			files_lost(k, fresh, true);
 		}
-		if (!g->file_bytes && g->loaded)
-			spool_put(k, g) < 0 ? failed++ : written++;
 	}
-	if (remade)
-		log_error("The spool directory %s was removed while the agent ran: made again; "
-			  "%" PRIu64 " segments (%" PRIu64 " records) that only its files held are "
-			  "lost, %" PRIu64 " held in memory written to it again",
-			  spool_dir(k->spool), lost_segs, lost, written);
-	else
-		log_notice("The spool %s takes segments again: %" PRIu64
-			   " held in memory written to it",
-			   spool_dir(k->spool), written);
-	if (failed)
-		log_warning("%" PRIu64 " segments held in memory could not be written to the "
-			    "spool: still held",
-			    failed);
+	if (!k->spool_failing)
+		return;
+	for (struct kseg *g = k->head; g; g = g->next) {
+		if (g == fresh || g->lost || g->file_bytes || !g->loaded)
+			continue;
+		if (written == RESPOOL_PER_WINDOW)
+			return; /* still failing: the next window goes on */
+		r = spool_put(k, g);
+		if (r < 0)
+			return;
+		written++;
+	}
 	k->spool_failing = false;
-	k->base.stats.dropped_records += lost;
+	if (k->spool_err_usec)
+		log_notice("The spool %s takes segments again: the windows memory held are "
+			   "written to it",
+			   spool_dir(k->spool));
+	k->spool_err_usec = 0;
+	k->spool_err_quiet = 0;
 }
 
 static void delete_undeleted(struct sink_kafka *k)
@@ -696,17 +747,30 @@ static int seal(struct sink_kafka *k, enum dc_seg_kind kind, struct dc_buf *buil
 	if (!r)
 		r = spool_write(k->spool, g->meta.seq, k->scratch.data, k->scratch.len);
 	if (r < 0) {
+		uint64_t now = now_usec();
+
 		/* still delivered from memory; only a crash before delivery
-		 * loses it. Said once an episode: the next write that takes
-		 * ends it (spool_recover) */
-		if (!k->spool_failing)
+		 * loses it. Said at most once a minute, with how many since */
+		if (!k->spool_err_usec || now - k->spool_err_usec >= 60 * USEC_PER_SEC) {
+			char since[64] = "";
+
+			if (k->spool_err_quiet)
+				snprintf(since, sizeof(since),
+					 " (and %" PRIu64 " times since said)", k->spool_err_quiet);
 			log_error_errno(r,
-					"Cannot write to the spool %s: %m; holding records in "
+					"Cannot write to the spool %s: %m%s; holding records in "
 					"memory until delivered or the spool takes them",
-					spool_dir(k->spool));
+					spool_dir(k->spool), since);
+			k->spool_err_usec = now;
+			k->spool_err_quiet = 0;
+		} else {
+			k->spool_err_quiet++;
+		}
 		k->spool_failing = true;
 		k->spool_errors++;
 		k->base.stats.errors++;
+		if (!k->spool_gone && spool_gone(k->spool))
+			files_lost(k, NULL, false);
 	} else {
 		g->file_bytes = k->scratch.len;
 		k->spool_bytes += g->file_bytes;
@@ -826,6 +890,10 @@ static void spool_held(struct sink_kafka *k)
 {
 	uint64_t lost = 0, kept = 0;
 
+	/* a directory removed since the last window: its files are no longer
+	 * "sent at the next start" */
+	if (!k->spool_gone && spool_gone(k->spool))
+		files_lost(k, NULL, false);
 	for (struct kseg *g = k->head; g; g = g->next) {
 		uint64_t left;
 		int r;
@@ -846,8 +914,10 @@ static void spool_held(struct sink_kafka *k)
 		}
 		kept++;
 	}
-	if (kept)
+	if (kept) {
 		log_notice("Wrote %" PRIu64 " segments held in memory to the spool at stop", kept);
+		delete_undeleted(k);
+	}
 	if (lost) {
 		k->base.stats.dropped_records += lost;
 		log_error("Stopping with %" PRIu64 " records that neither Kafka nor the spool %s "

@@ -150,6 +150,15 @@ unsigned spool_recreated(const struct spool *s)
 	return s->recreated;
 }
 
+bool spool_gone(const struct spool *s)
+{
+	struct stat st;
+
+	if (fstat(s->dir_fd, &st) < 0)
+		return errno == ESTALE; /* NFS: removed by another client */
+	return st.st_nlink == 0;
+}
+
 /*
  * The directory held open was removed (an operator's rm -rf, a cleanup
  * job): every later write would fail with ENOENT for the rest of the run.
@@ -161,16 +170,21 @@ static int recreate_dir(struct spool *s)
 	struct stat st;
 	int fd, r;
 
-	if (fstat(s->dir_fd, &st) < 0)
-		return -errno;
-	if (st.st_nlink > 0)
+	if (!spool_gone(s))
 		return -ENOENT; /* not removed: the error was something else's */
 	r = mkdir_parents(s->dir, true);
 	if (r < 0)
 		return r;
-	fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	/* made at run time under a parent others may write to (a spool in
+	 * /tmp that a cleanup removed): one another user made first is not
+	 * taken, nor one others could plant files in */
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		close(fd);
+		return -EPERM;
+	}
 	close(s->dir_fd);
 	s->dir_fd = fd;
 	s->recreated++;
@@ -185,13 +199,15 @@ int spool_write(struct spool *s, uint64_t seq, const char *data, size_t len)
 
 	snprintf(name, sizeof(name), "%020" PRIu64 ".seg", seq);
 	snprintf(tmp, sizeof(tmp), "%020" PRIu64 ".seg.tmp", seq);
-	fd = openat(s->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	fd = openat(s->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (fd < 0) {
 		int r = -errno;
 
-		if (r != -ENOENT || (r = recreate_dir(s)) < 0)
+		/* ESTALE: an NFS directory removed by another client */
+		if ((r != -ENOENT && r != -ESTALE) || (r = recreate_dir(s)) < 0)
 			return r;
-		fd = openat(s->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+		fd = openat(s->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+			    0640);
 		if (fd < 0)
 			return -errno;
 	}

@@ -38,8 +38,12 @@ size_t spool_skipped(const struct spool *s);
 uint64_t spool_next_seq(struct spool *s);
 
 /* A directory removed while open is made again at its path by the next
- * write; how many times that happened. */
+ * write (refused, -EPERM, if what is then at the path is not the agent's
+ * alone); how many times that happened. */
 unsigned spool_recreated(const struct spool *s);
+/* Whether the directory held open has been removed (until a write makes it
+ * again): the files of its segments went with it. */
+bool spool_gone(const struct spool *s);
 int spool_write(struct spool *s, uint64_t seq, const char *data, size_t len);
 int spool_read(struct spool *s, uint64_t seq, struct dc_buf *out);
 int spool_remove(struct spool *s, uint64_t seq);

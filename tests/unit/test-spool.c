@@ -65,6 +65,25 @@ int main(void)
 	      "a renamed directory keeps taking writes; none is made at the old path");
 	CHECK(spool_recreated(s) == 1, "... not counted as made again (%u)", spool_recreated(s));
 
+	/* removed, and something at its path that is not the agent's alone
+	 * (made first by another user, or writable by others): not taken */
+	rm_rf(base);
+	mkdir(base, 0700);
+	snprintf(moved, sizeof(moved), "%s/a", base);
+	mkdir(moved, 0700);
+	if (mkdir(dir, 0700) == 0 && chown(dir, 65534, 65534) == 0) {
+		r = spool_write(s, spool_next_seq(s), "x", 1);
+		CHECK(r == -EPERM, "a directory another user made at the path is refused (%d)", r);
+		CHECK(spool_gone(s), "... and the spool still says its directory is gone");
+		chown(dir, geteuid(), getegid());
+		chmod(dir, 0777);
+		r = spool_write(s, spool_next_seq(s), "x", 1);
+		CHECK(r == -EPERM, "one others may write to is refused (%d)", r);
+		chmod(dir, 0750);
+		r = spool_write(s, spool_next_seq(s), "x", 1);
+		CHECK(r == 0 && !spool_gone(s), "one that is the agent's alone is taken (%d)", r);
+	}
+
 	/* removed where its parent cannot be made: the error, not a crash */
 	rm_rf(base);
 	if (symlink("/proc/self/nonexistent-dir", base) == 0) {
