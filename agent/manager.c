@@ -103,7 +103,7 @@ struct manager {
 	sd_event_source *watchdog;
 	uint64_t watchdog_usec, last_close_usec, status_usec;
 	unsigned watchdog_warned;
-	uint64_t windows_published, last_drops;
+	uint64_t windows_published;
 	double last_rate;
 	uint64_t closing_seq;	    /* the window being closed, for the flip threads */
 	struct traces_window tstat; /* what the window's sealed batches held */
@@ -1181,8 +1181,6 @@ static int manager_close_window(struct manager *m)
 	m->windows_published++;
 	m->last_close_usec = clock_ns(CLOCK_MONOTONIC) / 1000;
 	m->last_rate = window_seconds(&w) > 0 ? (double)events / window_seconds(&w) : 0;
-	m->last_drops = st.counters[DC_CNT_AGG_FULL] + st.counters[DC_CNT_STASH_FAIL] +
-			st.counters[DC_CNT_NO_ENTRY] + st.tr_drop;
 	buf_reset(&m->rec);
 	record_agent(&m->rec, &ctx, &st);
 	if (!m->rec.err)
@@ -1281,29 +1279,53 @@ static int filter_load(struct manager *m, const struct dc_config *cfg, struct dc
 /* also: other assignments to send in the same message ("READY=1\n") */
 static void notify_status(struct manager *m, const char *also)
 {
-	char probes[256] = "", kafka[96] = "", budget[256] = "";
+	char probes[256] = "", kafka[160] = "", budget[256] = "", lost[160] = "";
 	size_t off = 0;
+	const struct window_losses *l = &m->losses;
 
 	for (size_t i = 0; i < m->n_probes; i++)
 		off += (size_t)snprintf(probes + off,
 					off < sizeof(probes) ? sizeof(probes) - off : 0, "%s%s=%s",
 					i ? " " : "", m->probes[i].name, m->probes[i].mechanism);
-	if (m->kafka)
-		snprintf(kafka, sizeof(kafka), "; kafka %s, spool %llu KiB",
-			 m->kafka->stats.errors && m->kafka->stats.pending_bytes ? "retrying"
-										 : "up",
-			 (unsigned long long)(m->kafka->stats.pending_bytes >> 10));
+	if (m->kafka) {
+		struct sink_kafka_state ks;
+
+		sink_kafka_state(m->kafka, &ks);
+		off =
+		    (size_t)snprintf(kafka, sizeof(kafka),
+				     "; kafka %s, %zu segments undelivered, %llu KiB in the spool",
+				     ks.brokers_down ? "brokers down" : "up", ks.segments,
+				     (unsigned long long)(ks.spool_bytes >> 10));
+		if (ks.spool_failing && off < sizeof(kafka))
+			snprintf(kafka + off, sizeof(kafka) - off,
+				 ", %llu KiB in memory waiting for it",
+				 (unsigned long long)(ks.held_bytes >> 10));
+	}
+	/* the agent record's losses, by what was lost (sampled_out is the
+	 * sampling's choice, not a loss) */
+	{
+		uint64_t calls = l->map_full + l->recursion_misses,
+			 events = l->ring_full + l->trace_unsealed,
+			 records = l->sink_dropped_records + l->spool_shed;
+
+		if (!calls && !events && !records)
+			snprintf(lost, sizeof(lost), "nothing lost in the last window");
+		else
+			snprintf(
+			    lost, sizeof(lost),
+			    "lost in the last window: %llu calls, %llu trace events, %llu records",
+			    (unsigned long long)calls, (unsigned long long)events,
+			    (unsigned long long)records);
+	}
 	if (m->cfg.budget_cpu > 0)
 		snprintf(budget, sizeof(budget), "; cost %.2f%% of a core (budget %.2f%%%s%s%s)",
 			 m->budget->judged * 100, m->cfg.budget_cpu * 100,
 			 m->budget_level ? ", " : "", m->budget_level ? m->budget_note : "",
 			 m->budget->at_floor ? ", over at the floor" : "");
-	sd_notifyf(0,
-		   "%sSTATUS=%s%s%.0f calls/s, %llu windows published, %llu dropped in the last "
-		   "window%s%s; probes %s",
-		   also, m->reload_error[0] ? m->reload_error : "", m->reload_error[0] ? "; " : "",
-		   m->last_rate, (unsigned long long)m->windows_published,
-		   (unsigned long long)m->last_drops, kafka, budget, probes);
+	sd_notifyf(0, "%sSTATUS=%s%s%.0f calls/s, %llu windows published, %s%s%s; probes %s", also,
+		   m->reload_error[0] ? m->reload_error : "", m->reload_error[0] ? "; " : "",
+		   m->last_rate, (unsigned long long)m->windows_published, lost, kafka, budget,
+		   probes);
 }
 
 /*
@@ -2144,6 +2166,13 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 			/* expected on kernels without fentry and kprobes: the other layers run */
 			log_full_errno(m->start_quiet ? LOG_DEBUG : LOG_NOTICE, 0,
 				       "VFS probes off: %s", m->vfs_detail);
+		else
+			/* the layer chooses among fentry, kprobes and tracepoints
+			 * itself (not through mech_choose): said here, with what
+			 * was refused on the way */
+			log_full_errno(m->start_quiet ? LOG_DEBUG : LOG_INFO, 0,
+				       "VFS probes attached with %s (%s)",
+				       probe_vfs_mechanism(m->vfs), probe_vfs_detail(m->vfs));
 	}
 	if (jobs[BLOCK].on && jobs[BLOCK].r < 0)
 		/* the other layers still run; the agent record lists no block probe */
@@ -2397,7 +2426,19 @@ int manager_run(struct manager *m)
 	/* probes attached and sinks up (a broker that is down is the spool's
 	 * business, not a reason to hold readiness back) */
 	notify_status(m, "READY=1\n");
-	log_info("Running: %g s windows, records to %s", m->cfg.interval, m->cfg.output);
+	{
+		char to[PATH_MAX + 512];
+		int n = 0;
+
+		if (m->cfg.output[0])
+			n = snprintf(to, sizeof(to), "%s", m->cfg.output);
+		if (m->kafka && n >= 0 && (size_t)n < sizeof(to))
+			snprintf(to + n, sizeof(to) - (size_t)n,
+				 "%sKafka at %s (topics %s, %s; spool %s)", n ? " and " : "",
+				 m->cfg.kafka_brokers, m->cfg.kafka_topic_features,
+				 m->cfg.kafka_topic_agent, m->cfg.spool_dir);
+		log_info("Running: %g s windows, records to %s", m->cfg.interval, to);
+	}
 	r = sd_event_loop(m->event);
 	if (r < 0)
 		return log_error_errno(r, "Event loop failed: %m");

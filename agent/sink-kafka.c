@@ -937,6 +937,20 @@ bool sink_kafka_brokers_down(const struct dc_sink *s)
 	return s->ops == &kafka_ops && ((const struct sink_kafka *)s)->brokers_down;
 }
 
+void sink_kafka_state(const struct dc_sink *s, struct sink_kafka_state *st)
+{
+	const struct sink_kafka *k = (const struct sink_kafka *)s;
+
+	*st = (struct sink_kafka_state){};
+	if (s->ops != &kafka_ops)
+		return;
+	st->brokers_down = k->brokers_down;
+	st->spool_bytes = k->spool_bytes;
+	st->held_bytes = held_bytes(k);
+	st->segments = seg_count(k);
+	st->spool_failing = k->spool_failing;
+}
+
 void sink_kafka_stop(struct dc_sink *s)
 {
 	struct sink_kafka *k = (struct sink_kafka *)s;

@@ -123,6 +123,16 @@ void sink_kafka_stop(struct dc_sink *s);
 /* Whether a Kafka sink's brokers are all down (librdkafka said so). */
 bool sink_kafka_brokers_down(const struct dc_sink *s);
 
+/* For STATUS=: what an operator asks of Kafka first. */
+struct sink_kafka_state {
+	bool brokers_down;
+	bool spool_failing;   /* windows wait in memory for the spool */
+	uint64_t spool_bytes; /* on disk, not yet delivered */
+	uint64_t held_bytes;  /* in memory only */
+	size_t segments;      /* not yet delivered */
+};
+void sink_kafka_state(const struct dc_sink *s, struct sink_kafka_state *st);
+
 /* A Kafka producer behind a write-ahead disk spool (sink-kafka.c). On a bad
  * property or an unknown topic: -EINVAL/-ENOENT with librdkafka's words in err. */
 int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc_sink **ret,

@@ -148,6 +148,7 @@ def main():
             finally:
                 c.eq(a.stop(), 0, "agent exits 0")
         recs = a.records()
+        log = a.log()
         evs = [e for e in trace_events(tdir) if e["pid"] == pid]
         for cat in ("lib", "syscall", "fs", "block"):
             ex = [e for e in evs if e["cat"] == cat and e["name"] in ("fsync", "ext4_sync_file", "write")]
@@ -167,6 +168,11 @@ def main():
     vfs = probes.get("vfs", {})
     print("# vfs probe: %s: %s" % (vfs.get("mechanism"), vfs.get("detail")))
     c.check("libraries" in probes and "block" in probes, "library and block probes attached")
+    # every family's choice in the log, the VFS layer's too (it chooses
+    # itself, and was the one family the log left out)
+    want = "VFS probes attached with %s" % vfs.get("mechanism") \
+        if vfs.get("mechanism") not in (None, "off") else "VFS probes off"
+    c.check(want in log, "the log says how the VFS layer runs: %r" % want)
 
     def of(cat, name=None):
         return [e for e in evs if e["cat"] == cat and (name is None or e["name"] == name)]

@@ -177,6 +177,13 @@ def scenario_outage(agent_bin, wl_bin, mock_bin, seconds=30):
     time.sleep(seconds)
     spooled = len([f for f in os.listdir(spool) if f.endswith(".seg")])
     c.check(spooled >= seconds * 10 * 0.8, "windows spooled during the outage (%d segments)" % spooled)
+    # what systemctl status shows (it said "kafka up, spool 0 KiB" throughout)
+    with a._lock:
+        status = [n for n in a.notifications if "STATUS=" in n][-1]
+    m = re.search(r"kafka brokers down, (\d+) segments undelivered, (\d+) KiB in the spool", status)
+    c.check(m is not None and int(m.group(1)) > 10 and int(m.group(2)) > 0,
+            "STATUS= says the brokers are down and how much waits: %s"
+            % (m.group(0) if m else status))
     b.cmd("up")
     c.check(wait_spool_empty(spool, 60), "spool drained after the broker returned")
     c.eq(a.stop(), 0, "agent exits 0")
