@@ -1222,7 +1222,11 @@ static int on_stop(sd_event_source *s, const struct signalfd_siginfo *si, void *
 	if (m->stopping)
 		return 0;
 	m->stopping = true;
-	sd_notify(0, "STOPPING=1");
+	/* the last window's close, then Kafka's flush: a flush_timeout beyond
+	 * the unit's stop timeout (90 s by default) would end in SIGKILL */
+	sd_notifyf(0, "STOPPING=1\nEXTEND_TIMEOUT_USEC=%llu",
+		   (unsigned long long)((m->kafka ? m->cfg.kafka_flush_timeout : 0) + 30) *
+		       USEC_PER_SEC);
 	if (si)
 		log_info("Received SIG%s, publishing the last window and exiting",
 			 sigabbrev_np((int)si->ssi_signo));

@@ -133,6 +133,12 @@ def scenario_deliver(agent_bin, wl_bin, mock_bin):
     pid = workload_pid(run_workload(wl_bin, iters=300, threads=2, dir=tmp))
     time.sleep(0.5)
     c.eq(a.stop(), 0, "agent exits 0")
+    # systemd's stop timeout (90 s by default) extended by the flush's own
+    # (kafka.flush_timeout, 5 s by default, up to 300) plus the last window's
+    with a._lock:
+        stopping = [n for n in a.notifications if "STOPPING=1" in n.split("\n")]
+    c.check(stopping and "EXTEND_TIMEOUT_USEC=35000000" in stopping[0].split("\n"),
+            "STOPPING=1 extends systemd's stop timeout by the flush's: %r" % stopping)
     local = a.records()
     feats = consume(b.bootstrap, "datacrumbs.features")
     agents = consume(b.bootstrap, "datacrumbs.agent")
