@@ -239,6 +239,17 @@ else
 fi
 mainpid=$(prop MainPID)
 
+# the records file's size bound checked every 10 minutes (logrotate.timer
+# runs once a day), and the check itself runs clean
+if [ "$(inside systemctl is-active datacrumbs-logrotate.timer)" = active ] &&
+   inside systemctl start datacrumbs-logrotate.service &&
+   [ "$(inside systemctl show -p Result --value datacrumbs-logrotate.service)" = success ]; then
+  ok "datacrumbs-logrotate.timer active; its logrotate run succeeds"
+else
+  inside systemctl status datacrumbs-logrotate.timer datacrumbs-logrotate.service --no-pager | tail -n 20
+  fail "datacrumbs-logrotate.timer active and its run succeeding"
+fi
+
 # the agent's programs and links, by their ids, from its descriptors on the
 # host: other agents on this host (other tests) load dc_* programs too
 agent_hostpid=

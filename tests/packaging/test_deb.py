@@ -42,7 +42,8 @@ for line in out("dpkg-deb", "-c", deb).splitlines():
     listing[f[5].rstrip("/")] = f[0]
 for path in ["./usr/sbin/datacrumbs", "./usr/bin/datacrumbs-trace", "./usr/bin/datacrumbs-flame",
              "./lib/systemd/system/datacrumbs.service", "./etc/datacrumbs.conf",
-             "./etc/logrotate.d/datacrumbs",
+             "./etc/logrotate.d/datacrumbs", "./lib/systemd/system/datacrumbs-logrotate.timer",
+             "./lib/systemd/system/datacrumbs-logrotate.service",
              "./usr/share/man/man8/datacrumbs.8.gz", "./usr/share/man/man5/datacrumbs.conf.5.gz",
              "./usr/share/man/man1/datacrumbs-trace.1.gz", "./usr/share/man/man1/datacrumbs-flame.1.gz", "./usr/share/doc/datacrumbs/copyright"]:
     c.check(path in listing, "ships %s" % path)
@@ -70,6 +71,9 @@ postinst = out("dpkg-deb", "-I", deb, "postinst")
 c.check("deb-systemd-helper" in postinst and "datacrumbs.service" in postinst,
         "postinst enables the unit (dh_installsystemd)")
 c.check("deb-systemd-invoke" in postinst, "postinst starts or restarts the unit")
+c.check(re.search(r"deb-systemd-helper .*enable.*datacrumbs-logrotate\.timer", postinst) is not None
+        or "datacrumbs-logrotate.timer" in postinst,
+        "postinst enables the records file's size check (datacrumbs-logrotate.timer)")
 postrm = out("dpkg-deb", "-I", deb, "postrm")
 c.check(re.search(r'"\$1" = "purge".*\n\s*rm -rf /var/lib/datacrumbs', postrm) is not None,
         "postrm purge removes /var/lib/datacrumbs")

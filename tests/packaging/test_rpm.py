@@ -38,6 +38,8 @@ def q(*args):
 files = set(q("-l").split())
 for path in ["/usr/sbin/datacrumbs", "/usr/bin/datacrumbs-trace", "/usr/bin/datacrumbs-flame",
              "/usr/lib/systemd/system/datacrumbs.service", "/etc/datacrumbs.conf",
+             "/usr/lib/systemd/system/datacrumbs-logrotate.timer",
+             "/usr/lib/systemd/system/datacrumbs-logrotate.service",
              "/usr/share/man/man8/datacrumbs.8.gz", "/usr/share/man/man5/datacrumbs.conf.5.gz",
              "/usr/share/man/man1/datacrumbs-trace.1.gz", "/usr/share/man/man1/datacrumbs-flame.1.gz", "/var/lib/datacrumbs"]:
     c.check(path in files, "ships %s" % path)
