@@ -884,6 +884,11 @@ def scenario_late_topic(agent_bin, wl_bin, mock_bin):
         log = f.read()
     c.check("keeping it and what follows in the spool" in log or "producing it again" in log,
             "the log says the records are kept")
+    # the probes attach before the wait for silent brokers (kafka.start_timeout),
+    # not after it: the node's I/O meanwhile is window 0's, not unobserved
+    attached, wait = log.find("syscall probes attached with"), log.find("no answer from the brokers")
+    c.check(0 <= attached < wait, "probes attached before the wait for the brokers (log at %d, %d)"
+            % (attached, wait))
     b.close()
     c.done()
 
