@@ -284,17 +284,23 @@ def scenario_reload_outage(agent_bin, wl_bin, mock_bin):
     c.done()
 
 
+def tmpfs_spool(size):
+    """(a new directory, a spool in it on a tmpfs of SIZE): the caller unmounts."""
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    spool = os.path.join(tmp, "spool")
+    os.mkdir(spool)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", spool], check=True)
+    return tmp, spool
+
+
 def scenario_reload_full(agent_bin, wl_bin, mock_bin):
     """A reload during an outage with the spool's disk full: the records only
     memory held, that the disk still cannot take, are lost with the old
     sink, said, and counted in the next agent record's
     losses.sink_dropped_records (they were in none)."""
     c = Checks()
-    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
     b = Broker(mock_bin)
-    spool = os.path.join(tmp, "spool")
-    os.mkdir(spool)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", spool], check=True)
+    tmp, spool = tmpfs_spool("300k")
     load = subprocess.Popen(["sh", "-c", "while :; do cat /etc/hostname >/dev/null; done"])
     try:
         # records to a file too (the harness's --output): the agent records
@@ -417,13 +423,10 @@ def scenario_spool_readonly(agent_bin, wl_bin, mock_bin):
     so a crash after that loses none; delivered segments it would not delete
     are deleted then, so the next start does not send them again."""
     c = Checks()
-    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
     b = Broker(mock_bin)
-    spool = os.path.join(tmp, "spool")
     # a file system of its own, remounted read-only under the agent's open
     # directory (a read-only bind mount on top would not reach it)
-    os.mkdir(spool)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", spool], check=True)
+    tmp, spool = tmpfs_spool("64m")
     a = None
     try:
         a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2, extra=QUICK_RECONNECT))
