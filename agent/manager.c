@@ -1312,7 +1312,9 @@ static void notify_status(struct manager *m, const char *also)
 			 events = l->ring_full + l->trace_unsealed,
 			 records = l->sink_dropped_records + l->spool_shed;
 
-		if (!calls && !events && !records)
+		if (!m->windows_published)
+			snprintf(lost, sizeof(lost), "no window closed yet");
+		else if (!calls && !events && !records)
 			snprintf(lost, sizeof(lost), "nothing lost in the last window");
 		else
 			snprintf(
@@ -2198,7 +2200,10 @@ static void sinks_stop(struct manager *m)
 		m->carry_records += sink_file_take_pending(m->sinks[i], &m->carry);
 		if (m->sinks[i] == m->kafka) {
 			m->kafka_was_down = sink_kafka_brokers_down(m->sinks[i]);
-			sink_kafka_stop(m->sinks[i]);
+			/* a reload's flush holds the event loop, which feeds the
+			 * watchdog (30 s): bounded well under it; the spool keeps
+			 * what it did not deliver (a replay, not a loss) */
+			sink_kafka_stop(m->sinks[i], m->stopping ? UINT64_MAX : 10000);
 		}
 		/* what this sink counted since the last window's losses (the
 		 * window's own flush, the stop's losses) reaches the next

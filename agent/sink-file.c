@@ -99,9 +99,11 @@ static int file_flush(struct dc_sink *s)
 				cut = nl ? (size_t)(nl - f->buf.data) + 1 : f->buf.len;
 				/* a record is one line: the lines cut are records lost */
 				for (const char *c = f->buf.data;
-				     (c = memchr(c, '\n', cut - (size_t)(c - f->buf.data))); c++)
+				     (c = memchr(c, '\n', cut - (size_t)(c - f->buf.data))); c++) {
 					if (f->buf_records)
 						f->buf_records--;
+					s->stats.dropped_records++;
+				}
 				memmove(f->buf.data, f->buf.data + cut, f->buf.len - cut);
 				f->buf.len -= cut;
 				s->stats.dropped_bytes += cut;

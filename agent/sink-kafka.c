@@ -652,8 +652,8 @@ static void files_lost(struct sink_kafka *k, const struct kseg *fresh, bool rema
 	k->base.stats.dropped_records += lost;
 	log_error("The spool directory %s was removed while the agent ran%s; %" PRIu64
 		  " segments (%" PRIu64 " records) that only its files held are lost",
-		  spool_dir(k->spool), remade ? ": made again" : " and cannot be made again (yet)",
-		  lost_segs, lost);
+		  spool_dir(k->spool), remade ? ": made again" : ", not made again yet", lost_segs,
+		  lost);
 }
 
 /* Segments the spool takes a window once it takes writes again: the rest
@@ -769,8 +769,16 @@ static int seal(struct sink_kafka *k, enum dc_seg_kind kind, struct dc_buf *buil
 		k->spool_failing = true;
 		k->spool_errors++;
 		k->base.stats.errors++;
-		if (!k->spool_gone && spool_gone(k->spool))
+		if (spool_recreated(k->spool) != k->spool_recreated) {
+			/* made again, then the write in it failed: the old
+			 * directory's files are gone all the same */
+			k->spool_recreated = spool_recreated(k->spool);
+			if (!k->spool_gone)
+				files_lost(k, NULL, true);
+			k->spool_gone = false;
+		} else if (!k->spool_gone && spool_gone(k->spool)) {
 			files_lost(k, NULL, false);
+		}
 	} else {
 		g->file_bytes = k->scratch.len;
 		k->spool_bytes += g->file_bytes;
@@ -951,7 +959,7 @@ void sink_kafka_state(const struct dc_sink *s, struct sink_kafka_state *st)
 	st->spool_failing = k->spool_failing;
 }
 
-void sink_kafka_stop(struct dc_sink *s)
+void sink_kafka_stop(struct dc_sink *s, uint64_t max_flush_ms)
 {
 	struct sink_kafka *k = (struct sink_kafka *)s;
 
@@ -962,7 +970,8 @@ void sink_kafka_stop(struct dc_sink *s)
 	 * with the brokers down it would only hold the event loop (a reload's
 	 * too) for flush_timeout */
 	if (k->rk && !k->brokers_down) {
-		rd_kafka_flush(k->rk, (int)k->flush_timeout_ms);
+		rd_kafka_flush(k->rk, (int)(k->flush_timeout_ms < max_flush_ms ? k->flush_timeout_ms
+									       : max_flush_ms));
 		rd_kafka_poll(k->rk, 0);
 		settle(k);
 	}
@@ -975,7 +984,7 @@ static void kafka_free(struct dc_sink *s)
 	struct sink_kafka *k = (struct sink_kafka *)s;
 	struct kseg *g;
 
-	sink_kafka_stop(s);
+	sink_kafka_stop(s, UINT64_MAX);
 	producer_free(k);
 	if (k->conf)
 		rd_kafka_conf_destroy(k->conf);

@@ -116,10 +116,10 @@ struct sink_kafka_params {
 int sink_kafka_check(const char *brokers, const char *properties, char *err, size_t errlen);
 
 /* Before a Kafka sink is freed: its last deliveries (not with the brokers
- * down) and the segments only memory holds written to the spool; what
- * cannot be is lost, and counted in its stats.dropped_records, which the
+ * down; waiting kafka.flush_timeout, at most max_flush_ms) and the segments only memory holds
+ * written to the spool; what cannot be is lost, and counted in its stats.dropped_records, which the
  * caller can then still read. No-op for other sinks. */
-void sink_kafka_stop(struct dc_sink *s);
+void sink_kafka_stop(struct dc_sink *s, uint64_t max_flush_ms);
 /* Whether a Kafka sink's brokers are all down (librdkafka said so). */
 bool sink_kafka_brokers_down(const struct dc_sink *s);
 

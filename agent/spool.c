@@ -51,6 +51,14 @@ int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 	r = mkdir_parents(dir, true);
 	if (r < 0)
 		goto fail;
+	{
+		/* a spool reached through a symlink (moved to /scratch) is made
+		 * again where it is, should it be removed: not at the link */
+		char real[PATH_MAX];
+
+		if (realpath(dir, real))
+			snprintf(s->dir, sizeof(s->dir), "%s", real);
+	}
 	s->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (s->dir_fd < 0) {
 		r = -errno;

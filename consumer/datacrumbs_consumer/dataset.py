@@ -174,18 +174,23 @@ def load_rows(client, files=None, kafka=None, labels=None, blocksize=S.BLOCKSIZE
 
 
 def _grid_part(df, interval_us):
+    """records.grid_end and records.on_grid on a frame, vectorised."""
+    import numpy as np
     df = df.copy()
-    g = (df["ts_end"] / interval_us).round().astype("int64") * interval_us
-    df["grid_end"] = g.astype("int64")
-    df["on_grid"] = (df["ts_end"] - g).abs() <= interval_us * R.GRID_SLACK
-    df["hosts"] = 1
-    df["workload"] = [R.node_workload(w, h) for w, h in zip(df["workload"], df["host"])]
+    mid = (df["ts_start"] + df["ts_end"]) / 2
+    df["grid_end"] = (np.ceil(mid / interval_us) * interval_us).astype("int64")
+
+    def near(t):
+        return (t - (t / interval_us).round() * interval_us).abs() <= interval_us * R.GRID_SLACK
+    df["on_grid"] = near(df["ts_end"]) | near(df["ts_start"])
+    df["workload"] = pd.Series([R.node_workload(w, h) for w, h in zip(df["workload"], df["host"])],
+                               index=df.index, dtype=object)
     return df
 
 
 def join_nodes(ddf, cols, interval_us):
-    """The flattened rows of many nodes joined per (workload, window end on
-    the grid): records.join_nodes on Dask. Returns the joined dataframe, its
+    """The flattened rows of many nodes joined per (workload, interval of the
+    grid): records.join_nodes on Dask. Returns the joined dataframe, its
     columns, and the rows left out because off the grid (count_rows counts
     them: a Dask scalar's compute fails in Debian 12's Dask, as len() does)."""
     meta = _grid_part(ddf._meta, interval_us)
@@ -193,11 +198,16 @@ def join_nodes(ddf, cols, interval_us):
     off = g[~g["on_grid"]]
     g = g[g["on_grid"]]
     stat = [c for c in cols if c not in R.KEYS + R.WINDOW_COLS]
-    agg = {c: "sum" for c in stat + ["hosts"]}
-    agg["ts_start"] = "min"
-    out = g.groupby(R.JOIN_KEYS).agg(agg, split_out=max(1, ddf.npartitions // 4)).reset_index()
-    out["ts_end"] = out["grid_end"]
-    out["duration_us"] = interval_us
+    split = max(1, ddf.npartitions // 4)
+    # a host's rows first (two runs of one host in an interval: a restart),
+    # so that hosts counts hosts; then the hosts together
+    agg = {c: "sum" for c in stat}
+    agg.update(ts_start="min", ts_end="max")
+    per_host = g.groupby(R.JOIN_KEYS + ["host"]).agg(agg, split_out=split).reset_index()
+    per_host["hosts"] = 1
+    agg["hosts"] = "sum"
+    out = per_host.groupby(R.JOIN_KEYS).agg(agg, split_out=split).reset_index()
+    out["duration_us"] = out["ts_end"] - out["ts_start"]
     jcols = R.JOIN_KEYS + ["ts_start", "ts_end", "duration_us", "hosts"] + stat
     return out[jcols], jcols, off
 

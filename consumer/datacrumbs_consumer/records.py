@@ -20,6 +20,7 @@ Column names, per layer of the record:
 | access (Darshan counters)  | <counter>-access                       | count (calls) or time_ns       |
 """
 import json
+import math
 
 KEYS = ["host", "run", "window", "workload"]
 # per-window facts, the same for every row of a window: kept, not summed
@@ -189,13 +190,24 @@ JOIN_KEYS = ["workload", "grid_end"]
 GRID_SLACK = 0.25
 
 
-def grid_end(ts_end, interval_us):
-    """The multiple of the interval a window's end belongs to (microseconds)."""
-    return int(round(ts_end / interval_us)) * interval_us
+def grid_end(ts_start, ts_end, interval_us):
+    """The multiple of the interval that ends the grid interval a window
+    belongs to (microseconds): the one its midpoint lies in. By its end
+    alone, a stop's short window just past a multiple went with the window
+    before it."""
+    mid = (ts_start + ts_end) / 2
+    return int(math.ceil(mid / interval_us)) * interval_us
 
 
-def on_grid(ts_end, interval_us):
-    return abs(ts_end - grid_end(ts_end, interval_us)) <= interval_us * GRID_SLACK
+def _near_grid(t, interval_us):
+    return abs(t - round(t / interval_us) * interval_us) <= interval_us * GRID_SLACK
+
+
+def on_grid(ts_start, ts_end, interval_us):
+    """An aligned agent's window ends on the grid (a millisecond or so late),
+    but for its last one, cut by a stop, which starts on it; an unaligned
+    agent's windows neither start nor end there."""
+    return _near_grid(ts_end, interval_us) or _near_grid(ts_start, interval_us)
 
 
 def node_workload(workload, host):
@@ -206,31 +218,38 @@ def node_workload(workload, host):
 
 def join_nodes(rows, interval_us):
     """Rows of (host, run, window, workload) -> rows of (workload, grid_end):
-    one workload's windows on every node that ended at the same multiple of
-    the interval, summed (the agents' align_windows, the default, puts every
-    node's windows on that grid). `hosts` counts the (host, run) rows summed;
-    `ts_start` is the earliest; `duration_us` is the interval. Returns the
-    joined rows and how many rows lay off the grid (not joined: agents with
-    align_windows = false, or another interval). A `pid:` workload is one
-    node's: it becomes `pid:<pid>@<host>` and is not summed with another's."""
-    acc, off = {}, 0
+    one workload's windows on every node that fall in the same interval of
+    the grid (the agents' align_windows, the default, ends every node's
+    windows on its multiples), summed. `hosts` counts the distinct hosts;
+    `ts_start` and `ts_end` are the earliest start and latest end of the
+    windows summed, `duration_us` the span between (the interval, but for a
+    bucket holding a long window 0). Returns the joined rows and how many
+    rows lay off the grid (not joined: agents with align_windows = false, or
+    another interval). A `pid:` workload is one node's: it becomes
+    `pid:<pid>@<host>` and is not summed with another's."""
+    acc, hosts, off = {}, {}, 0
     for r in rows:
-        if not on_grid(r["ts_end"], interval_us):
+        if not on_grid(r["ts_start"], r["ts_end"], interval_us):
             off += 1
             continue
-        g = grid_end(r["ts_end"], interval_us)
+        g = grid_end(r["ts_start"], r["ts_end"], interval_us)
         wl = node_workload(r["workload"], r["host"])
         k = (wl, g)
         a = acc.get(k)
         if a is None:
             a = acc[k] = {"workload": wl, "grid_end": g, "ts_start": r["ts_start"],
-                          "ts_end": g, "duration_us": interval_us, "hosts": 0}
-        a["hosts"] += 1
+                          "ts_end": r["ts_end"]}
+            hosts[k] = set()
+        hosts[k].add(r["host"])
         a["ts_start"] = min(a["ts_start"], r["ts_start"])
+        a["ts_end"] = max(a["ts_end"], r["ts_end"])
         for c, v in r.items():
             if c in KEYS or c in WINDOW_COLS:
                 continue
             a[c] = a.get(c, 0) + v
+    for k, a in acc.items():
+        a["hosts"] = len(hosts[k])
+        a["duration_us"] = a["ts_end"] - a["ts_start"]
     return list(acc.values()), off
 
 

@@ -177,16 +177,24 @@ class DaskLoad(unittest.TestCase):
         self.assertEqual(list(df[df["workload"] == "pid:200"]["ext4_sync_file-ext4.count"]), [0, 0])
 
     def nodes_file(self, d):
-        """The fixture's records on three nodes: h1 as is (windows ending on
-        0.5 s multiples), h2 closing each window 1.2 ms late (aligned), h3
-        200 ms off the grid (align_windows = false)."""
+        """The fixture's records (windows 0 and 1 of 0.5 s, ending on 1.5 s
+        and 2 s) on several nodes: h1 as is; h1 again, a second run (a
+        restart); h2 closing each window 1.2 ms late (aligned); h3 200 ms off
+        the grid (align_windows = false); and h4's pid 100 stopped 120 ms
+        past 2 s, its last, short window [2 s, 2.12 s]."""
         out = os.path.join(d, "nodes.jsonl")
         with open(out, "w") as f:
-            for host, shift in (("h1", 0), ("h2", 1200), ("h3", 200000)):
+            for host, run, shift in (("h1", "r1", 0), ("h1", "r1b", 0), ("h2", "r2", 1200),
+                                     ("h3", "r3", 200000)):
                 for r in fixture_records():
-                    r = dict(r, host=host, run="run-" + host)
+                    r = dict(r, host=host, run=run)
                     r["ts_start"] += shift
                     r["ts_end"] += shift
+                    f.write(json.dumps(r) + "\n")
+            for r in fixture_records():
+                if r["type"] == "features" and r["pid"] == 100 and r["window"] == 1:
+                    r = dict(r, host="h4", run="r4", window=3, ts_start=2000000,
+                             ts_end=2120000, duration_us=120000)
                     f.write(json.dumps(r) + "\n")
         return out
 
@@ -208,23 +216,33 @@ class DaskLoad(unittest.TestCase):
                 client.close()
         finally:
             shutil.rmtree(d)
-        # h3's 4 rows (2 windows x 2 workloads) are off the grid; h1 and h2
-        # join for the unit; pid 200 is a process of each node, not one
+        # h3's 4 rows (2 windows x 2 workloads) are off the grid; h1 (both
+        # runs) and h2 join for the unit; pid 200 is a process of each node
         self.assertEqual(off, 4)
         self.assertEqual(doff, 4)
         self.assertEqual(sorted({r["workload"] for r in joined}),
                          ["pid:200@h1", "pid:200@h2", "unit:a.service"])
-        self.assertEqual(len(joined), 6)
+        self.assertEqual(len(joined), 7)
         a0 = [r for r in joined if r["workload"] == "unit:a.service" and r["grid_end"] == 1500000][0]
-        self.assertEqual(a0["hosts"], 2)
-        self.assertEqual(a0["processes"], 4)
-        self.assertEqual(a0["pwrite64-syscall.count"], 30)  # 15 on each node
-        self.assertEqual(a0["ts_start"], 1000000)
-        self.assertEqual(a0["duration_us"], 500000)
-        self.assertEqual(len(df), 6)
-        row = df[(df["workload"] == "unit:a.service") & (df["grid_end"] == 1500000)].iloc[0]
-        for c in jcols:
-            self.assertEqual(row[c], a0.get(c, 0), c)  # a plain row omits what it lacks
+        self.assertEqual(a0["hosts"], 2)  # hosts, not runs
+        self.assertEqual(a0["processes"], 6)
+        self.assertEqual(a0["pwrite64-syscall.count"], 45)  # 15 on each of 3 runs
+        self.assertEqual((a0["ts_start"], a0["ts_end"]), (1000000, 1501200))
+        self.assertEqual(a0["duration_us"], 501200)
+        # h4's short last window is the next interval's, not the one it
+        # ends just past
+        a2 = [r for r in joined if r["workload"] == "unit:a.service" and r["grid_end"] == 2500000]
+        self.assertEqual([(r["hosts"], r["ts_start"], r["ts_end"]) for r in a2],
+                         [(1, 2000000, 2120000)])
+        a1 = [r for r in joined if r["workload"] == "unit:a.service" and r["grid_end"] == 2000000][0]
+        self.assertEqual(a1["hosts"], 2)
+        self.assertEqual(len(df), 7)
+        self.assertEqual(df["workload"].dtype, object)
+        for g in (1500000, 2500000):
+            want = [r for r in joined if r["workload"] == "unit:a.service" and r["grid_end"] == g][0]
+            row = df[(df["workload"] == "unit:a.service") & (df["grid_end"] == g)].iloc[0]
+            for c in jcols:
+                self.assertEqual(row[c], want.get(c, 0), c)  # a plain row omits what it lacks
 
     def test_labels(self):
         lab = D.Labels([{"workload": "w1", "host": "h1", "pid": 100, "t_start_us": 1200000,

@@ -377,8 +377,8 @@ def scenario_spool_removed(agent_bin, wl_bin, mock_bin):
     c.check(os.path.isdir(spool) and segs(spool),
             "(b) the spool directory is made again and takes the next windows")
     log = a.log()
-    m = re.findall(r"The spool directory \S+ was removed while the agent ran(: made again| and "
-                   r"cannot be made again \(yet\)); (\d+) segments \((\d+) records\) that "
+    m = re.findall(r"The spool directory \S+ was removed while the agent ran(: made again|, "
+                   r"not made again yet); (\d+) segments \((\d+) records\) that "
                    r"only its files held are lost", log)
     c.eq(len(m), 1, "(b) the log says once that the directory was removed and what was lost")
     lost_b = int(m[0][2]) if m else -1

@@ -92,6 +92,29 @@ int main(void)
 		unlink(base);
 	}
 	spool_free(s);
+	s = NULL;
+
+	/* reached through a symlink (moved to another disk): made again where
+	 * it was, not in place of the link */
+	{
+		char real[PATH_MAX], link[PATH_MAX];
+		struct stat st;
+
+		rm_rf(base);
+		mkdir(base, 0700);
+		snprintf(real, sizeof(real), "%s/real", base);
+		snprintf(link, sizeof(link), "%s/link", base);
+		mkdir(real, 0700);
+		if (symlink(real, link) == 0 && spool_open(link, false, &s) == 0) {
+			rm_rf(real);
+			r = spool_write(s, spool_next_seq(s), "y", 1);
+			CHECK(r == 0 && lstat(link, &st) == 0 && S_ISLNK(st.st_mode) &&
+				  has_seg(real, 0),
+			      "a spool behind a symlink is made again at the link's target (%d)",
+			      r);
+			spool_free(s);
+		}
+	}
 	buf_free(&b);
 	rm_rf(base);
 	return tap_done();
