@@ -148,7 +148,6 @@ static size_t seg_count(const struct sink_kafka *k)
 	return n;
 }
 
-/* All of a segment's records are persisted (or given up): it leaves custody. */
 /* A segment's file, deleted; if the spool refuses (read-only), tried again
  * once it takes writes, or the next start would send it again. A segment
  * only memory held has no file to delete (and a read-only file system says
@@ -174,6 +173,7 @@ static void seg_unlink(struct sink_kafka *k, struct kseg *g, const char *what)
 		*u = g->meta.seq;
 }
 
+/* All of a segment's records are persisted (or given up): it leaves custody. */
 static void seg_done(struct sink_kafka *k, struct kseg *g)
 {
 	seg_unlink(k, g, "delivered");
@@ -714,7 +714,8 @@ static void delete_undeleted(struct sink_kafka *k)
 			k->undeleted[w++] = k->undeleted[i];
 	}
 	if (w < k->n_undeleted && !w)
-		log_notice("Deleted the %zu delivered spool segments the spool had refused to",
+		log_notice("Deleted the %zu delivered or shed spool segments the spool had "
+			   "refused to",
 			   k->n_undeleted);
 	k->n_undeleted = w;
 }
