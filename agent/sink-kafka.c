@@ -895,6 +895,20 @@ static void kafka_report(struct dc_sink *s, struct dc_json *j)
  * get one more try at the disk, which may have room by now; what still
  * cannot be written is lost with the process, and is said and counted.
  */
+/* Records of this attempt the broker has acknowledged: those produced
+ * (before next_off) whose report came back without an error. */
+static uint64_t acknowledged(const struct kseg *g)
+{
+	struct dc_seg_rec rec;
+	uint64_t produced = 0, pending = g->outstanding + g->failed;
+	size_t off = 0;
+
+	while (off < g->next_off && seg_raw_next(g->raw.data, g->raw.len, &off, &rec) > 0)
+		produced++;
+	produced = produced > pending ? produced - pending : 0;
+	return produced < g->meta.n_records ? produced : g->meta.n_records;
+}
+
 static void spool_held(struct sink_kafka *k)
 {
 	uint64_t lost = 0, kept = 0;
@@ -909,9 +923,9 @@ static void spool_held(struct sink_kafka *k)
 
 		if (g->file_bytes || !g->loaded || g->lost)
 			continue;
-		/* what the broker has not acknowledged yet, from the first record
-		 * of this attempt: the whole segment, as a replay would send it */
-		left = g->meta.n_records;
+		/* what the broker has not acknowledged: a segment partly
+		 * delivered before the stop loses only its other records */
+		left = g->meta.n_records - acknowledged(g);
 		r = spool_put(k, g);
 		if (r < 0) {
 			/* marked, not freed: the producer may still hold its
