@@ -19,18 +19,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(TOP, "tests", "bpf"))
-from agentlib import Agent, Checks, require_root  # noqa: E402
+from agentlib import Agent, Checks, cgroup2_root, require_root  # noqa: E402
 
 WRITES = 6 * 400
-
-
-def cgroup2_root():
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            dev, mnt, fstype = line.split()[:3]
-            if fstype == "cgroup2":
-                return mnt
-    raise RuntimeError("no cgroup2 hierarchy")
 
 
 def flatten(files, out, join=None):
@@ -55,7 +46,10 @@ def main():
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-join-")
     rel = "/dc-join-test-%d" % os.getpid()
-    cg = cgroup2_root() + rel
+    root = cgroup2_root()
+    if not root:
+        raise RuntimeError("no cgroup2 hierarchy")
+    cg = root + rel
     os.makedirs(cg, exist_ok=True)
     agents = []
     try:

@@ -77,6 +77,17 @@ def require_root():
         sys.exit(SKIP)
 
 
+def cgroup2_root():
+    """The cgroup2 mount point (a space in it as /proc/self/mounts escapes
+    it), or None."""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            dev, mnt, fstype = line.split()[:3]
+            if fstype == "cgroup2":
+                return mnt.replace("\\040", " ")
+    return None
+
+
 def die_with_parent():
     """In the agent's child before exec: SIGKILL when the test exits. A test
     that died on an exception left its agent running, attached for good:

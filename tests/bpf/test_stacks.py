@@ -24,26 +24,24 @@ import tempfile
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import Agent, Checks, require_root  # noqa: E402
+from agentlib import Agent, Checks, cgroup2_root, require_root  # noqa: E402
 
 ITERS = 300
 BYTES_A = 12288
 BYTES_B = 4096
 
 
-def cgroup2_root():
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            dev, mnt, fstype = line.split()[:3]
-            if fstype == "cgroup2":
-                return mnt
-    raise RuntimeError("no cgroup2 hierarchy")
+def cgroup2_mount():
+    root = cgroup2_root()
+    if not root:
+        raise RuntimeError("no cgroup2 hierarchy")
+    return root
 
 
 class Cgroup:
     def __init__(self):
         self.rel = "/dc-stacks-test-%d" % os.getpid()
-        self.path = cgroup2_root() + self.rel
+        self.path = cgroup2_mount() + self.rel
         os.makedirs(self.path, exist_ok=True)
 
     def enter(self):

@@ -17,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import (Agent, Checks, check_schema, evict, expected_ops, loop_device,  # noqa: E402
+from agentlib import (Agent, Checks, cgroup2_root, check_schema, evict, expected_ops, loop_device,  # noqa: E402
                       require_root, run_workload, sum_ops, workload_pid)
 
 ALLOWED_EXTRA = {"mmap"}  # glibc maps thread stacks and arenas: not in the workload's contract
@@ -1017,15 +1017,6 @@ def scenario_vfs(agent_bin, wl_bin):
         c.eq(got.get("vfs_read-vfs"), [t * n, t * n * p["size"]], "vfs_read (count, bytes)")
         c.eq(got.get("vfs_writev-vfs"), [t * n, t * n * 1024], "vfs_writev (count, bytes)")
     c.done()
-
-
-def cgroup2_root():
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            dev, mnt, fstype = line.split()[:3]
-            if fstype == "cgroup2":
-                return mnt.replace("\\040", " ")
-    return None
 
 
 def require_cgroup2(why):

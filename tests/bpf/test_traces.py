@@ -24,19 +24,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import Agent, Checks, require_root  # noqa: E402
+from agentlib import Agent, Checks, cgroup2_root, require_root  # noqa: E402
 
 EVENT_FIELDS = {"id", "name", "cat", "pid", "tid", "ts", "dur", "ph", "args"}
 ARG_FIELDS = {"hhash", "size", "ret", "weight", "cpu", "cgroup_id"}
-
-
-def cgroup2_root():
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            dev, mnt, fstype = line.split()[:3]
-            if fstype == "cgroup2":
-                return mnt
-    return None
 
 
 def remove_cgroup(cg):
