@@ -2199,7 +2199,10 @@ static void sinks_stop(struct manager *m)
 	for (size_t i = 0; i < m->n_sinks; i++) {
 		m->carry_records += sink_file_take_pending(m->sinks[i], &m->carry);
 		if (m->sinks[i] == m->kafka) {
-			m->kafka_was_down = sink_kafka_brokers_down(m->sinks[i]);
+			struct sink_kafka_state ks;
+
+			sink_kafka_state(m->sinks[i], &ks);
+			m->kafka_was_down = ks.brokers_down;
 			/* a reload's flush holds the event loop, which feeds the
 			 * watchdog (30 s): bounded well under it; the spool keeps
 			 * what it did not deliver (a replay, not a loss) */

@@ -319,7 +319,7 @@ static int produce_one(struct sink_kafka *k, struct kseg *g, const struct dc_seg
 }
 
 static int producer_new(struct sink_kafka *k, char *err, size_t errlen);
-static void files_lost(struct sink_kafka *k, const struct kseg *fresh, bool remade);
+static void spool_check_removed(struct sink_kafka *k, const struct kseg *fresh);
 static void producer_free(struct sink_kafka *k);
 
 /*
@@ -410,8 +410,7 @@ static void pump(struct sink_kafka *k)
 			if ((r == -ENOENT || r == -ESTALE) && spool_gone(k->spool)) {
 				/* the whole directory: every unloaded segment
 				 * went with it, counted at once, in one line */
-				if (!k->spool_gone)
-					files_lost(k, NULL, false);
+				spool_check_removed(k, NULL);
 				return;
 			}
 			if (r == -ENOENT || r == -ESTALE) {
@@ -656,6 +655,26 @@ static void files_lost(struct sink_kafka *k, const struct kseg *fresh, bool rema
 		  lost);
 }
 
+/*
+ * Whether the spool's directory was removed, or made again by a write,
+ * since last looked: its files' losses counted once, wherever it is seen
+ * first (a window's write, the pump's read, the stop). `fresh` was just
+ * written into a directory made again.
+ */
+static void spool_check_removed(struct sink_kafka *k, const struct kseg *fresh)
+{
+	if (spool_recreated(k->spool) != k->spool_recreated) {
+		k->spool_recreated = spool_recreated(k->spool);
+		if (k->spool_gone)
+			log_notice("The spool directory %s is made again", spool_dir(k->spool));
+		else
+			files_lost(k, fresh, true);
+		k->spool_gone = false;
+	} else if (!k->spool_gone && spool_gone(k->spool)) {
+		files_lost(k, NULL, false);
+	}
+}
+
 /* Segments the spool takes a window once it takes writes again: the rest
  * next window, so that a long outage's backlog (two fsyncs a segment) does
  * not hold the event loop at once */
@@ -673,15 +692,6 @@ static void spool_recover(struct sink_kafka *k, const struct kseg *fresh)
 	uint64_t written = 0;
 	int r = 0;
 
-	if (spool_recreated(k->spool) != k->spool_recreated) {
-		k->spool_recreated = spool_recreated(k->spool);
-		if (k->spool_gone) {
-			log_notice("The spool directory %s is made again", spool_dir(k->spool));
-			k->spool_gone = false;
-		} else {
-			files_lost(k, fresh, true);
-		}
-	}
 	if (!k->spool_failing)
 		return;
 	for (struct kseg *g = k->head; g; g = g->next) {
@@ -770,16 +780,6 @@ static int seal(struct sink_kafka *k, enum dc_seg_kind kind, struct dc_buf *buil
 		k->spool_failing = true;
 		k->spool_errors++;
 		k->base.stats.errors++;
-		if (spool_recreated(k->spool) != k->spool_recreated) {
-			/* made again, then the write in it failed: the old
-			 * directory's files are gone all the same */
-			k->spool_recreated = spool_recreated(k->spool);
-			if (!k->spool_gone)
-				files_lost(k, NULL, true);
-			k->spool_gone = false;
-		} else if (!k->spool_gone && spool_gone(k->spool)) {
-			files_lost(k, NULL, false);
-		}
 	} else {
 		g->file_bytes = k->scratch.len;
 		k->spool_bytes += g->file_bytes;
@@ -787,6 +787,9 @@ static int seal(struct sink_kafka *k, enum dc_seg_kind kind, struct dc_buf *buil
 	for (tail = &k->head; *tail; tail = &(*tail)->next)
 		;
 	*tail = g;
+	/* made again, even if the write in it then failed: the old
+	 * directory's files are gone all the same */
+	spool_check_removed(k, r >= 0 ? g : NULL);
 	if (r >= 0) {
 		spool_recover(k, g);
 		delete_undeleted(k);
@@ -915,8 +918,7 @@ static void spool_held(struct sink_kafka *k)
 
 	/* a directory removed since the last window: its files are no longer
 	 * "sent at the next start" */
-	if (!k->spool_gone && spool_gone(k->spool))
-		files_lost(k, NULL, false);
+	spool_check_removed(k, NULL);
 	for (struct kseg *g = k->head; g; g = g->next) {
 		uint64_t left;
 		int r;
@@ -954,11 +956,6 @@ static void spool_held(struct sink_kafka *k)
 }
 
 static const struct dc_sink_ops kafka_ops;
-
-bool sink_kafka_brokers_down(const struct dc_sink *s)
-{
-	return s->ops == &kafka_ops && ((const struct sink_kafka *)s)->brokers_down;
-}
 
 void sink_kafka_state(const struct dc_sink *s, struct sink_kafka_state *st)
 {

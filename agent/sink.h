@@ -120,12 +120,9 @@ int sink_kafka_check(const char *brokers, const char *properties, char *err, siz
  * written to the spool; what cannot be is lost, and counted in its stats.dropped_records, which the
  * caller can then still read. No-op for other sinks. */
 void sink_kafka_stop(struct dc_sink *s, uint64_t max_flush_ms);
-/* Whether a Kafka sink's brokers are all down (librdkafka said so). */
-bool sink_kafka_brokers_down(const struct dc_sink *s);
-
-/* For STATUS=: what an operator asks of Kafka first. */
+/* For STATUS= and a reload: what an operator asks of Kafka first. */
 struct sink_kafka_state {
-	bool brokers_down;
+	bool brokers_down;    /* librdkafka said all are, none seen up since */
 	bool spool_failing;   /* windows wait in memory for the spool */
 	uint64_t spool_bytes; /* on disk, not yet delivered */
 	uint64_t held_bytes;  /* in memory only */

@@ -140,8 +140,9 @@ static int floor_run(unsigned keys, unsigned max_entries, int reps)
 }
 
 /* percpu-live: every key this process's; percpu-exited: no process's (above
- * any pid_max, kill() says ESRCH) */
+ * any pid_max, kill() says ESRCH); else 50 keys a process, as before */
 static uint32_t tgid_base = 100000;
+static bool one_owner;
 
 static uint32_t key_owner(const void *key)
 {
@@ -159,8 +160,7 @@ static int fill_slots(struct slotmap *m, unsigned n)
 		return r;
 	for (unsigned i = 0; i < n; i++) {
 		struct dc_agg_key k = {.cgroup_id = 1,
-				       .tgid = tgid_base == (uint32_t)getpid() ? tgid_base
-									       : tgid_base + i / 50,
+				       .tgid = one_owner ? tgid_base : tgid_base + i / 50,
 				       .op = i % 50};
 		__u32 slot = i;
 
@@ -232,7 +232,8 @@ int main(int argc, char **argv)
 	skel->rodata->drain_half = m.half;
 	if (strstr(argv[2], "-live") || strstr(argv[2], "-exited")) {
 		m.owner = key_owner; /* before install: it sizes the pid cache */
-		tgid_base = strstr(argv[2], "-live") ? (uint32_t)getpid() : 0x7f000000u;
+		one_owner = strstr(argv[2], "-live") != NULL;
+		tgid_base = one_owner ? (uint32_t)getpid() : 0x7f000000u;
 	}
 	if (baseline_bpf__load(skel) || winmap_install(&w) || slotmap_install(&m)) {
 		fprintf(stderr, "drainbench: cannot create the window maps: %m\n");

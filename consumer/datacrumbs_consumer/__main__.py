@@ -111,10 +111,10 @@ def cmd_flatten(a):
         if off is not None:
             off = count_rows(off, client)
             if off:
-                print("warning: %d rows left out: their windows did not end within %d%% of "
-                      "the interval of a multiple of %g s (agents with align_windows = false, "
-                      "or another interval)" % (off, R.GRID_SLACK * 100, a.join_nodes),
-                      file=sys.stderr)
+                print("warning: %d rows left out: their windows neither ended nor started "
+                      "within %d%% of the interval of a multiple of %g s (agents with "
+                      "align_windows = false, or another interval)"
+                      % (off, R.GRID_SLACK * 100, a.join_nodes), file=sys.stderr)
     finally:
         client.close()
 

@@ -226,7 +226,8 @@ def join_nodes(rows, interval_us):
     bucket holding a long window 0). Returns the joined rows and how many
     rows lay off the grid (not joined: agents with align_windows = false, or
     another interval). A `pid:` workload is one node's: it becomes
-    `pid:<pid>@<host>` and is not summed with another's."""
+    `pid:<pid>@<host>` and is not summed with another's. (The command runs
+    dataset.join_nodes on Dask; this is what its unit test holds it to.)"""
     acc, hosts, off = {}, {}, 0
     for r in rows:
         if not on_grid(r["ts_start"], r["ts_end"], interval_us):
