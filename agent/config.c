@@ -260,7 +260,8 @@ static const struct dc_cfg_item items[] = {
      "(sasl.password, ssl.key.password, sasl.oauthbearer.client.secret): it must be owned by "
      "root and readable by root only (mode 0600), or the agent refuses to start; \"\": none"},
     {"kafka.flush_timeout", CFG_FLOAT, F(kafka_flush_timeout), "5.0", 0, 300, NULL,
-     "seconds a stopping agent waits for deliveries; what is left stays in the spool"},
+     "seconds a stopping agent waits for deliveries (a reload restarting the Kafka sink, at "
+     "most 10); what is left stays in the spool"},
     {"kafka.start_timeout", CFG_FLOAT, F(kafka_start_timeout), "3.0", 0, 60, NULL,
      "seconds to wait at start for the brokers to confirm the topics exist; a broker that "
      "does not answer does not stop the agent (the spool takes over)"},
