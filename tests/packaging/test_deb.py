@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bpf"))
 from agentlib import SKIP, Checks  # noqa: E402
@@ -75,8 +76,29 @@ c.check(re.search(r"deb-systemd-helper .*enable.*datacrumbs-logrotate\.timer", p
         or "datacrumbs-logrotate.timer" in postinst,
         "postinst enables the records file's size check (datacrumbs-logrotate.timer)")
 postrm = out("dpkg-deb", "-I", deb, "postrm")
-c.check(re.search(r'"\$1" = "purge".*\n\s*rm -rf /var/lib/datacrumbs', postrm) is not None,
+purge = re.search(r'if \[ "\$1" = "purge" \]; then\n(.*?)\nfi\n', postrm, re.S)
+c.check(purge is not None and "rm -rf /var/lib/datacrumbs\n" in purge.group(1) + "\n",
         "postrm purge removes /var/lib/datacrumbs")
+if purge:
+    # the purge branch alone, run on a copy of the state directory: the
+    # stop before it said undelivered segments "are sent at the next start",
+    # so the purge must say it deletes them
+    with tempfile.TemporaryDirectory() as tmp:
+        state = os.path.join(tmp, "var-lib-datacrumbs")
+        os.makedirs(os.path.join(state, "spool"))
+        for i in range(3):
+            open(os.path.join(state, "spool", "%020d.seg" % i), "w").close()
+        open(os.path.join(state, "spool", "00000000000000000003.seg.tmp"), "w").close()
+        script = purge.group(1).replace("/var/lib/datacrumbs", state)
+        run = subprocess.run(["sh", "-ec", script], capture_output=True, text=True)
+        c.eq(run.returncode, 0, "postrm's purge branch runs (%s)" % run.stderr)
+        c.check("purge deletes 3 spool segments never delivered" in run.stderr,
+                "purge names the undelivered segments it deletes (%r)" % run.stderr)
+        c.check(not os.path.exists(state), "purge removed the state directory")
+        os.makedirs(state)
+        run = subprocess.run(["sh", "-ec", script], capture_output=True, text=True)
+        c.check(run.returncode == 0 and run.stderr == "",
+                "no message without segments (%r)" % run.stderr)
 
 # warnings fail too: every tag left is fixed or overridden with a reason
 # (packaging/debian/datacrumbs.lintian-overrides)
