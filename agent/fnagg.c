@@ -8,8 +8,8 @@
 #include "fnagg.h"
 #include "macro.h"
 
-int fn_agg_prepare(struct fn_agg *a, struct bpf_map *agg_gen, struct bpf_map *counters,
-		   const char *name, unsigned max_keys, bool percpu)
+int fn_agg_prepare(struct fn_agg *a, struct bpf_map *agg_gen, struct bpf_map *clock,
+		   struct bpf_map *counters, const char *name, unsigned max_keys, bool percpu)
 {
 	memset(a, 0, sizeof(*a));
 	/* closed by fn_agg_close() whatever happens next: never fd 0 */
@@ -18,7 +18,7 @@ int fn_agg_prepare(struct fn_agg *a, struct bpf_map *agg_gen, struct bpf_map *co
 	a->ncpus = libbpf_num_possible_cpus();
 	if (a->ncpus <= 0)
 		return a->ncpus ? a->ncpus : -EINVAL;
-	return winmap_prepare(&a->win, agg_gen, name, sizeof(struct dc_fn_key),
+	return winmap_prepare(&a->win, agg_gen, clock, name, sizeof(struct dc_fn_key),
 			      sizeof(struct dc_fn_val), max_keys, percpu, a->ncpus);
 }
 

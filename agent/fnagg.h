@@ -36,8 +36,8 @@ struct fn_agg {
 };
 
 /* Before load. */
-int fn_agg_prepare(struct fn_agg *a, struct bpf_map *agg_gen, struct bpf_map *counters,
-		   const char *name, unsigned max_keys, bool percpu);
+int fn_agg_prepare(struct fn_agg *a, struct bpf_map *agg_gen, struct bpf_map *clock,
+		   struct bpf_map *counters, const char *name, unsigned max_keys, bool percpu);
 /* After load. */
 int fn_agg_install(struct fn_agg *a);
 int fn_agg_drain(struct fn_agg *a, struct dc_fn_drain *res);

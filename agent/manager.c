@@ -41,6 +41,7 @@
 #include "uring-ops.h"
 #include "sink.h"
 #include "window.h"
+#include "winmap.h"
 
 /* What a sink may hold for retry when its destination fails (disk full). */
 #define SINK_MAX_PENDING (64u << 20)
@@ -940,6 +941,40 @@ static void budget_restart(struct manager *m, unsigned fams);
 static void budget_owe(struct manager *m, size_t i);
 static void probes_report(struct manager *m);
 
+/*
+ * Every layer's window ends here, one store after another on this thread,
+ * before the drains' threads start: a call is in the same window in every
+ * layer that saw it (one exit program run writes the file layer's keys,
+ * then the system-call layer's; a buffered write's pages are dirtied
+ * inside the call). Flipped by each family on its own thread, the layers
+ * ended up to 8 ms apart when the node was busy, and a window's page-cache
+ * dirtying then disagreed with its writes by hundreds of pages. The stack
+ * profile flips on its own thread: its window map and its stack generations
+ * turn together (stacks.c).
+ */
+static void flip_layers(struct manager *m)
+{
+	struct slotmap *maps[2];
+	size_t n = 0;
+
+	if (m->sys) {
+		if (m->files)
+			maps[n++] = probe_file_slotmap(m->files);
+		maps[n++] = probe_syscall_slotmap(m->sys);
+	}
+	slotmap_flip_together(maps, n);
+	if (m->blk)
+		winmap_flip(probe_block_winmap(m->blk));
+	if (m->pc)
+		winmap_flip(probe_pagecache_winmap(m->pc));
+	if (m->ur)
+		winmap_flip(probe_uring_winmap(m->ur));
+	if (m->up)
+		winmap_flip(probe_uprobe_winmap(m->up));
+	if (m->vfs)
+		winmap_flip(probe_vfs_winmap(m->vfs));
+}
+
 /* Close the current window and publish everything it counted. */
 static int manager_close_window(struct manager *m)
 {
@@ -977,20 +1012,7 @@ static int manager_close_window(struct manager *m)
 	};
 
 	m->closing_seq = w.seq;
-	/* one exit program run writes the file layer's keys, then the
-	 * system-call layer's: flipped one after the other here, before the
-	 * drains' threads start, a call is in the same window in both (a
-	 * process's access and ops agree), where flipped on their own threads
-	 * a millisecond or more apart they did not */
-	if (m->sys) {
-		struct slotmap *maps[2];
-		size_t n = 0;
-
-		if (m->files)
-			maps[n++] = probe_file_slotmap(m->files);
-		maps[n++] = probe_syscall_slotmap(m->sys);
-		slotmap_flip_together(maps, n);
-	}
+	flip_layers(m);
 	flip_all(m, jobs, ELEMENTSOF(jobs));
 	{
 		/* the kernel counters first, as close to the flip as they can be */

@@ -111,9 +111,9 @@ static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enu
 	for (int i = 0; i < MECH_MAX; i++)
 		for (int j = 0; j < 5; j++)
 			bpf_program__set_autoload(progs[i][j], i == (int)m);
-	r = winmap_prepare(&p->agg, skel->maps.agg_gen, "dc_blk", sizeof(struct dc_blk_key),
-			   sizeof(struct dc_blk_val), (unsigned)cfg->block_max_keys, p->percpu,
-			   p->ncpus);
+	r = winmap_prepare(&p->agg, skel->maps.agg_gen, skel->maps.agg_gen_clock, "dc_blk",
+			   sizeof(struct dc_blk_key), sizeof(struct dc_blk_val),
+			   (unsigned)cfg->block_max_keys, p->percpu, p->ncpus);
 	if (!r)
 		r = filter_prepare(p->filter, skel->obj);
 	if (r)
@@ -309,6 +309,11 @@ static uint64_t sweep_inflight(struct probe_block *p, uint64_t max_age_ns)
 uint64_t probe_block_inflight_at_stop(struct probe_block *p)
 {
 	return sweep_inflight(p, 0);
+}
+
+struct winmap *probe_block_winmap(struct probe_block *p)
+{
+	return &p->agg;
 }
 
 int probe_block_flip_and_drain(struct probe_block *p, struct dc_blk_drain *res)

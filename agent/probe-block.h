@@ -12,6 +12,7 @@ struct bpf_object;
 #include "config.h"
 
 struct probe_block;
+struct winmap;
 
 struct traces;
 /* traces: the ring its requests' events go to (traces_share()), or NULL. */
@@ -29,6 +30,9 @@ struct dc_blk_drain {
 };
 
 int probe_block_flip_and_drain(struct probe_block *p, struct dc_blk_drain *res);
+/* Its window map, for the close's flip of every layer at once (manager.c). */
+struct winmap *probe_block_winmap(struct probe_block *p);
+
 /* At stop: requests still issued and not completed (counted, then forgotten). */
 uint64_t probe_block_inflight_at_stop(struct probe_block *p);
 

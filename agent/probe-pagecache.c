@@ -105,9 +105,9 @@ static int try_mechanism(struct probe_pagecache *p, const struct dc_config *cfg,
 	bpf_program__set_autoload(skel->progs.dc_pc_around_btf, p->faults && m == MECH_TP_BTF);
 	bpf_program__set_autoload(skel->progs.dc_pc_fault_tp, p->faults && m == MECH_TRACEPOINT);
 	bpf_program__set_autoload(skel->progs.dc_pc_around_tp, p->faults && m == MECH_TRACEPOINT);
-	r = winmap_prepare(&p->agg, skel->maps.agg_gen, "dc_pc", sizeof(struct dc_pc_key),
-			   sizeof(struct dc_pc_val), (unsigned)cfg->pagecache_max_keys, percpu,
-			   p->ncpus);
+	r = winmap_prepare(&p->agg, skel->maps.agg_gen, skel->maps.agg_gen_clock, "dc_pc",
+			   sizeof(struct dc_pc_key), sizeof(struct dc_pc_val),
+			   (unsigned)cfg->pagecache_max_keys, percpu, p->ncpus);
 	if (!r)
 		r = filter_prepare(p->filter, skel->obj);
 	if (!r) {
@@ -247,6 +247,11 @@ static int collect(const void *key, const void *values, int ncpus, void *ctx)
 	for (int c = 0; c < ncpus; c++)
 		pc_val_add(&e->v, (const struct dc_pc_val *)values + c);
 	return 0;
+}
+
+struct winmap *probe_pagecache_winmap(struct probe_pagecache *p)
+{
+	return &p->agg;
 }
 
 int probe_pagecache_flip_and_drain(struct probe_pagecache *p, struct dc_pc_drain *res)

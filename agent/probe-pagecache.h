@@ -18,6 +18,7 @@ struct dc_pc_entry {
 };
 
 struct probe_pagecache;
+struct winmap;
 
 int probe_pagecache_new(const struct dc_config *cfg, struct probe_pagecache **ret);
 struct probe_pagecache *probe_pagecache_free(struct probe_pagecache *p);
@@ -33,6 +34,9 @@ struct dc_pc_drain {
 };
 
 int probe_pagecache_flip_and_drain(struct probe_pagecache *p, struct dc_pc_drain *res);
+/* Its window map, for the close's flip of every layer at once (manager.c). */
+struct winmap *probe_pagecache_winmap(struct probe_pagecache *p);
+
 /* The entry of (tgid, cgroup) in a drain, or NULL. */
 const struct dc_pc_entry *pc_find(const struct dc_pc_drain *d, uint32_t tgid, uint64_t cgroup_id);
 

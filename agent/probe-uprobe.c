@@ -234,8 +234,9 @@ static int try_mechanism(struct probe_uprobe *p, enum mech m)
 		bpf_program__set_expected_attach_type(
 		    p->skel->progs.dc_up_return, (enum bpf_attach_type)DC_BPF_TRACE_UPROBE_MULTI);
 	}
-	r = fn_agg_prepare(&p->agg, p->skel->maps.agg_gen, p->skel->maps.fn_counters, "dc_up",
-			   (unsigned)cfg->library_max_keys, strcmp(cfg->map_layout, "shared") != 0);
+	r = fn_agg_prepare(&p->agg, p->skel->maps.agg_gen, p->skel->maps.agg_gen_clock,
+			   p->skel->maps.fn_counters, "dc_up", (unsigned)cfg->library_max_keys,
+			   strcmp(cfg->map_layout, "shared") != 0);
 	if (!r)
 		r = filter_prepare(p->filter, p->skel->obj);
 	if (!r)
@@ -469,6 +470,11 @@ const char *probe_uprobe_detail(const struct probe_uprobe *p)
 const struct dc_up_func *probe_uprobe_func(const struct probe_uprobe *p, uint32_t i)
 {
 	return i < p->n_funcs ? &p->funcs[i] : NULL;
+}
+
+struct winmap *probe_uprobe_winmap(struct probe_uprobe *p)
+{
+	return &p->agg.win;
 }
 
 int probe_uprobe_flip_and_drain(struct probe_uprobe *p, struct dc_fn_drain *res)

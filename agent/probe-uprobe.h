@@ -34,6 +34,8 @@ const char *probe_uprobe_mechanism(const struct probe_uprobe *p);
 const struct dc_up_func *probe_uprobe_func(const struct probe_uprobe *p, uint32_t i);
 
 int probe_uprobe_flip_and_drain(struct probe_uprobe *p, struct dc_fn_drain *res);
+/* Its window map, for the close's flip of every layer at once (manager.c). */
+struct winmap *probe_uprobe_winmap(struct probe_uprobe *p);
 
 /* The family's BPF object: its programs' run times and its maps' fill. */
 struct bpf_object *probe_uprobe_object(const struct probe_uprobe *p);

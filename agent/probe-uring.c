@@ -100,9 +100,9 @@ static int try_mechanism(struct probe_uring *p, const struct dc_config *cfg, enu
 	bpf_program__set_autoload(skel->progs.dc_ur_submit_sqe_tp,
 				  m == MECH_TRACEPOINT && p->old_submit);
 	bpf_program__set_autoload(skel->progs.dc_ur_complete_tp, m == MECH_TRACEPOINT);
-	r = winmap_prepare(&p->agg, skel->maps.agg_gen, "dc_ur", sizeof(struct dc_uring_key),
-			   sizeof(struct dc_uring_val), (unsigned)cfg->uring_max_keys, percpu,
-			   p->ncpus);
+	r = winmap_prepare(&p->agg, skel->maps.agg_gen, skel->maps.agg_gen_clock, "dc_ur",
+			   sizeof(struct dc_uring_key), sizeof(struct dc_uring_val),
+			   (unsigned)cfg->uring_max_keys, percpu, p->ncpus);
 	if (!r)
 		r = filter_prepare(p->filter, skel->obj);
 	if (!r) {
@@ -255,6 +255,11 @@ static void overflow_delta(struct probe_uring *p, struct dc_uring_entry *out)
 		out->count += out->lat[s];
 	}
 	p->overflow_prev = cur;
+}
+
+struct winmap *probe_uring_winmap(struct probe_uring *p)
+{
+	return &p->agg;
 }
 
 int probe_uring_flip_and_drain(struct probe_uring *p, struct dc_uring_drain *res)

@@ -21,6 +21,7 @@ struct dc_uring_entry {
 };
 
 struct probe_uring;
+struct winmap;
 
 int probe_uring_new(const struct dc_config *cfg, struct probe_uring **ret);
 struct probe_uring *probe_uring_free(struct probe_uring *p);
@@ -38,6 +39,9 @@ struct dc_uring_drain {
 };
 
 int probe_uring_flip_and_drain(struct probe_uring *p, struct dc_uring_drain *res);
+/* Its window map, for the close's flip of every layer at once (manager.c). */
+struct winmap *probe_uring_winmap(struct probe_uring *p);
+
 /* The entries of (tgid, cgroup) in a drain: *n of them from the one returned. */
 const struct dc_uring_entry *uring_find(const struct dc_uring_drain *d, uint32_t tgid,
 					uint64_t cgroup_id, size_t *n);

@@ -563,8 +563,8 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	bpf_program__set_autoload(skel->progs.dc_vfs_raw_enter, m == MECH_RAW_TP);
 	bpf_program__set_autoload(skel->progs.dc_vfs_raw_exit, m == MECH_RAW_TP);
 	bpf_program__set_autoload(skel->progs.dc_vfs_raw_event, m == MECH_RAW_TP);
-	r = fn_agg_prepare(&p->agg, skel->maps.agg_gen, skel->maps.fn_counters, "dc_vfs",
-			   o->max_keys, o->percpu);
+	r = fn_agg_prepare(&p->agg, skel->maps.agg_gen, skel->maps.agg_gen_clock,
+			   skel->maps.fn_counters, "dc_vfs", o->max_keys, o->percpu);
 	if (!r)
 		r = filter_prepare(o->filter, skel->obj);
 	if (!r) {
@@ -734,6 +734,11 @@ const char *probe_vfs_mechanism(const struct probe_vfs *p)
 const char *probe_vfs_detail(const struct probe_vfs *p)
 {
 	return p->detail;
+}
+
+struct winmap *probe_vfs_winmap(struct probe_vfs *p)
+{
+	return &p->agg.win;
 }
 
 int probe_vfs_flip_and_drain(struct probe_vfs *p, struct dc_fn_drain *res)

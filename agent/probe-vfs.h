@@ -41,6 +41,9 @@ const char *probe_vfs_func_name(uint32_t func);
 /* "vfs_read-vfs", "ext4_sync_file-ext4": the seeds' column name. */
 const char *probe_vfs_feature(uint32_t func);
 int probe_vfs_flip_and_drain(struct probe_vfs *p, struct dc_fn_drain *res);
+/* Its window map, for the close's flip of every layer at once (manager.c). */
+struct winmap *probe_vfs_winmap(struct probe_vfs *p);
+
 /* selected[DC_VFS_MAX]: the catalogued functions of the named categories. */
 int probe_vfs_select(const char *categories, bool *selected, char *err, size_t errlen);
 

@@ -216,8 +216,9 @@ int stacks_prepare(struct stacks *s, struct syscall_bpf *skel, int mech)
 	for (int i = 0; i < 3; i++)
 		bpf_program__set_autoload(sw[i], i == mech);
 	/* shared, not per-CPU: only chosen calls update it */
-	return winmap_prepare(&s->agg, skel->maps.stk_gen, "dc_stk", sizeof(struct dc_stk_key),
-			      sizeof(struct dc_stk_val), s->max_keys, false, s->ncpus);
+	return winmap_prepare(&s->agg, skel->maps.stk_gen, skel->maps.stk_gen_clock, "dc_stk",
+			      sizeof(struct dc_stk_key), sizeof(struct dc_stk_val), s->max_keys,
+			      false, s->ncpus);
 }
 
 void stacks_disable(struct syscall_bpf *skel)

@@ -2,6 +2,7 @@
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,13 +16,14 @@ static unsigned long long now_us(void)
 	return (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000;
 }
 
-int winmap_prepare(struct winmap *w, struct bpf_map *outer, const char *name, size_t key_size,
-		   size_t value_size, unsigned max_entries, bool percpu, int ncpus)
+int winmap_prepare(struct winmap *w, struct bpf_map *outer, struct bpf_map *clock, const char *name,
+		   size_t key_size, size_t value_size, unsigned max_entries, bool percpu, int ncpus)
 {
 	enum bpf_map_type t = percpu ? BPF_MAP_TYPE_PERCPU_HASH : BPF_MAP_TYPE_HASH;
 	char n[BPF_OBJ_NAME_LEN];
 
 	*w = (struct winmap){.outer = outer,
+			     .clock = clock,
 			     .inner_fd = {-1, -1},
 			     .key_size = key_size,
 			     .value_size = value_size,
@@ -42,31 +44,65 @@ int winmap_prepare(struct winmap *w, struct bpf_map *outer, const char *name, si
 
 int winmap_install(struct winmap *w)
 {
-	__u32 zero = 0;
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
 
-	w->active = 0;
-	return bpf_map_update_elem(bpf_map__fd(w->outer), &zero, &w->inner_fd[0], BPF_ANY) ? -errno
-											   : 0;
+	if (w->seq)
+		munmap(w->seq, w->seq_len);
+	w->seq = NULL;
+	w->seq_len = (size_t)(page > 0 ? page : 4096);
+	p = mmap(NULL, w->seq_len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(w->clock), 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	w->seq = p;
+	__atomic_store_n(w->seq, 0, __ATOMIC_SEQ_CST);
+	w->flipped = false;
+	/* each update waits for a grace period: before the programs attach
+	 * there is nothing to wait for, but the kernel waits all the same */
+	for (__u32 i = 0; i < 2; i++)
+		if (bpf_map_update_elem(bpf_map__fd(w->outer), &i, &w->inner_fd[i], BPF_ANY))
+			return -errno;
+	return 0;
+}
+
+void winmap_flip(struct winmap *w)
+{
+	uint32_t seq = __atomic_load_n(w->seq, __ATOMIC_RELAXED);
+
+	w->closing = seq & 1;
+	__atomic_store_n(w->seq, seq + 1, __ATOMIC_SEQ_CST);
+	w->flipped = true;
 }
 
 int winmap_flip_and_drain(struct winmap *w, drain_cb cb, void *ctx, bool *used_batch,
 			  unsigned long long *flip_us)
 {
-	int next = 1 - w->active, r;
-	unsigned long long t0 = now_us();
-	__u32 zero = 0;
+	unsigned long long t0;
+	int r;
 
-	if (bpf_map_update_elem(bpf_map__fd(w->outer), &zero, &w->inner_fd[next], BPF_ANY))
+	if (!w->flipped)
+		winmap_flip(w);
+	w->flipped = false;
+	t0 = now_us();
+	/* the closed slot updated with the map it holds: nothing changes but
+	 * the wait, after which no program still writes it */
+	if (bpf_map_update_elem(bpf_map__fd(w->outer), &w->closing, &w->inner_fd[w->closing],
+				BPF_ANY))
+		/* the programs went on to the other map: this one is drained
+		 * two closes from now, summed with that window's */
 		return -errno;
 	*flip_us = now_us() - t0;
-	r = drain_hash(w->inner_fd[w->active], w->key_size, w->value_size, w->percpu, w->ncpus,
+	r = drain_hash(w->inner_fd[w->closing], w->key_size, w->value_size, w->percpu, w->ncpus,
 		       w->max_entries, cb, ctx, used_batch);
-	w->active = next;
 	return r < 0 ? r : 0;
 }
 
 void winmap_close(struct winmap *w)
 {
+	if (w->seq) {
+		munmap(w->seq, w->seq_len);
+		w->seq = NULL;
+	}
 	for (int i = 0; i < 2; i++)
 		if (w->inner_fd[i] >= 0) {
 			close(w->inner_fd[i]);

@@ -221,8 +221,9 @@ int main(int argc, char **argv)
 		bpf_program__set_autoload(p, false);
 	skel->rodata->drain_max = max_entries;
 	skel->rodata->drain_regions = percpu ? (__u32)ncpus : 1;
-	if (winmap_prepare(&w, skel->maps.drain_gen, "dc_drainb", sizeof(struct dc_agg_key),
-			   sizeof(struct dc_agg_val), max_entries, percpu, ncpus) ||
+	if (winmap_prepare(&w, skel->maps.drain_gen, skel->maps.drain_gen_clock, "dc_drainb",
+			   sizeof(struct dc_agg_key), sizeof(struct dc_agg_val), max_entries,
+			   percpu, ncpus) ||
 	    slotmap_prepare(&m, skel->obj, "drain", sizeof(struct dc_agg_key),
 			    sizeof(struct dc_agg_val), max_entries, skel->rodata->drain_regions,
 			    agg_val_touched)) {
@@ -242,7 +243,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < reps; i++) {
 		unsigned long long flip_us, t0;
 		bool batch = false;
-		int e = hash ? fill(w.inner_fd[w.active], keys, percpu ? ncpus : 1)
+		int e = hash ? fill(w.inner_fd[*w.seq & 1], keys, percpu ? ncpus : 1)
 			     : fill_slots(&m, keys);
 
 		if (e) {

@@ -505,7 +505,7 @@ static __always_inline void on_complete(struct request *rq, __u64 key, unsigned 
 	if (final)
 		rq_release(key);
 
-	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
+	v = agg_gen_value(&k, &zero_val, &inserted);
 	if (!v) {
 		count(DC_BLK_CNT_AGG_FULL);
 		v = bpf_map_lookup_elem(&blk_overflow, &op);

@@ -63,24 +63,48 @@ static __always_inline __u64 dc_ring_wakeup(void *ring)
 }
 
 /*
- * A family's per-window aggregation map: the one slot of a map-of-maps,
- * whose inner map the agent types (per-CPU or shared hash), sizes and flips
- * (agent/winmap.h). Key and value by size, not __type(): clang emits only a
- * forward declaration for a struct named solely in a map-in-map template.
+ * A family's per-window aggregation map: two slots of a map-of-maps, whose
+ * inner maps the agent types (per-CPU or shared hash) and sizes, and a
+ * clock whose parity says which slot the window being filled writes. The
+ * agent raises every family's clock (and the slot maps' seq) from one
+ * thread, one store each, so every layer's window ends at the same moment;
+ * it then waits out running programs (a grace period) and drains the other
+ * slot (agent/winmap.h). Key and value by size, not __type(): clang emits
+ * only a forward declaration for a struct named solely in a map-in-map
+ * template.
  */
-#define DC_WINDOW_MAP(name, key_t, val_t)                 \
-	struct name##_inner {                             \
-		__uint(type, BPF_MAP_TYPE_PERCPU_HASH);   \
-		__uint(max_entries, 1024);                \
-		__uint(key_size, sizeof(key_t));          \
-		__uint(value_size, sizeof(val_t));        \
-	};                                                \
-	struct {                                          \
-		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS); \
-		__uint(max_entries, 1);                   \
-		__type(key, __u32);                       \
-		__array(values, struct name##_inner);     \
-	} name SEC(".maps")
+#define DC_WINDOW_MAP(name, key_t, val_t)                                                       \
+	struct name##_inner {                                                                   \
+		__uint(type, BPF_MAP_TYPE_PERCPU_HASH);                                         \
+		__uint(max_entries, 1024);                                                      \
+		__uint(key_size, sizeof(key_t));                                                \
+		__uint(value_size, sizeof(val_t));                                              \
+	};                                                                                      \
+	struct {                                                                                \
+		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);                                       \
+		__uint(max_entries, 2);                                                         \
+		__type(key, __u32);                                                             \
+		__array(values, struct name##_inner);                                           \
+	} name SEC(".maps");                                                                    \
+	struct {                                                                                \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                               \
+		__uint(map_flags, BPF_F_MMAPABLE);                                              \
+		__uint(max_entries, 1);                                                         \
+		__type(key, __u32);                                                             \
+		__type(value, __u32);                                                           \
+	} name##_clock SEC(".maps");                                                            \
+                                                                                                \
+	/* the key's value in the window being filled (dc_window_value) */                      \
+	static __always_inline __attribute__((unused)) void *name##_value(                      \
+	    const key_t *key, const val_t *zero, bool *inserted)                                \
+	{                                                                                       \
+		__u32 z = 0, *seq = bpf_map_lookup_elem(&name##_clock, &z);                     \
+                                                                                                \
+		*inserted = false;                                                              \
+		if (!seq)                                                                       \
+			return NULL;                                                            \
+		return dc_window_value(&name, *(volatile __u32 *)seq & 1, key, zero, inserted); \
+	}
 
 /* A family's loss counters: monotonic per-CPU, published as deltas. */
 #define DC_COUNTERS(name, n)                             \
@@ -92,16 +116,16 @@ static __always_inline __u64 dc_ring_wakeup(void *ring)
 	} name SEC(".maps")
 
 /*
- * The value of key in the window being filled, inserted zeroed on its first
+ * The value of key in the map of the given slot (the window being filled:
+ * name##_value of DC_WINDOW_MAP picks it), inserted zeroed on its first
  * use (*inserted then says so). NULL when the window map is full: the
  * caller counts that and falls back to its overflow totals. (Also, rarely,
  * when an interrupt's insert lands while this CPU holds the map's bucket
  * lock for another update: the kernel answers EBUSY, counted as full.)
  */
-static __always_inline void *dc_window_value(void *agg_gen, const void *key, const void *zero,
-					     bool *inserted)
+static __always_inline void *dc_window_value(void *agg_gen, __u32 slot, const void *key,
+					     const void *zero, bool *inserted)
 {
-	__u32 slot = 0;
 	void *inner = bpf_map_lookup_elem(agg_gen, &slot), *v;
 
 	*inserted = false;

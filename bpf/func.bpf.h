@@ -279,7 +279,7 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes, bool may
 
 		trace_layer_call(&t, trace_layer_policy(k.cgroup_id, !irq));
 	}
-	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
+	v = agg_gen_value(&k, &zero_val, &inserted);
 	if (!v) {
 		count(DC_FN_CNT_AGG_FULL);
 		return;
@@ -312,7 +312,7 @@ static __always_inline void fn_event(__u32 func)
 	}
 	k.cgroup_id = dc_task_cgroup_id(task);
 	k.func = func;
-	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
+	v = agg_gen_value(&k, &zero_val, &inserted);
 	if (!v) {
 		count(DC_FN_CNT_AGG_FULL);
 		return;

@@ -64,7 +64,7 @@ static __always_inline void account(int what, __u64 pages)
 		return;
 	}
 	k.cgroup_id = k.tgid ? dc_task_cgroup_id(task) : 0;
-	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
+	v = agg_gen_value(&k, &zero_val, &inserted);
 	if (!v) {
 		dc_count(&pc_counters, DC_PC_CNT_AGG_FULL);
 		v = bpf_map_lookup_elem(&pc_overflow, &zero);

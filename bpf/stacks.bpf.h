@@ -271,7 +271,7 @@ static __always_inline void stacks_exit(void *ctx, const struct stk_call *sc, __
 		k.kstack = sc->kstack;
 		k.kgen = sc->kstack >= 0 ? sc->kseq & (DC_STACK_GENS - 1) : 0;
 	}
-	v = dc_window_value(&stk_gen, &k, &stk_zero, &inserted);
+	v = stk_gen_value(&k, &stk_zero, &inserted);
 	/* a process's first call has a new key: only then is it looked up */
 	if (inserted && id >= 0)
 		stk_announce(tgid);

@@ -109,7 +109,7 @@ static __always_inline void complete(void *req, __s32 res, __u32 cflags)
 	else
 		bpf_map_delete_elem(&inflight, &key);
 
-	v = dc_window_value(&agg_gen, &k, &zero_val, &inserted);
+	v = agg_gen_value(&k, &zero_val, &inserted);
 	if (!v) {
 		dc_count(&ur_counters, DC_UR_CNT_AGG_FULL);
 		v = bpf_map_lookup_elem(&ur_overflow, &zero);

@@ -827,6 +827,52 @@ def scenario_pagecache(agent_bin, wl_bin, mechanism="auto"):
     c.done()
 
 
+def scenario_layers_aligned(agent_bin, wl_bin):
+    """Every layer's window ends at the same moment: a process appending
+    4 KiB pages dirties one page per write, and in each window of its run
+    but the first and last the page cache counts as many dirtied pages as
+    the system-call layer counts writes. Two busy processes keep the CPUs
+    taken, as on a loaded node, where the drains' threads start late."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-align-", dir="/var/tmp")  # a disk file system: page-cache tracepoints
+    a = Agent(agent_bin, "interval = 0.1;\ntraces = { enable = false; };\n")
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(os.path.join(tmp, "append.bin"), os.O_CREAT | os.O_WRONLY, 0o600)
+        page = b"z" * 4096
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end:
+            for _ in range(1024):  # 4 MiB, then from the start: new pages again
+                os.write(fd, page)
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    for h in hogs:
+        h.kill()
+        h.wait()
+    c.eq(a.stop(), 0, "agent exits 0")
+    recs = a.records()
+    mine = sorted((r for r in recs if r["type"] == "features" and r["pid"] == pid),
+                  key=lambda r: r["window"])
+    inner = mine[1:-1]
+    c.check(len(inner) >= 10, "the writer's run spans at least 12 windows (%d)" % len(mine))
+    # at each boundary one write may be in flight: its page dirtied in one
+    # window, its exit counted in the next (a write of the window before
+    # on one side, the window after on the other: 2 at most)
+    off = [(r["window"], r["ops"].get("write", {}).get("count", 0),
+            r["page_cache"]["dirtied_pages"]) for r in inner
+           if abs(r["ops"].get("write", {}).get("count", 0) - r["page_cache"]["dirtied_pages"]) > 2]
+    c.check(not off, "each window's dirtied pages match its writes within the call in flight "
+            "at each end (window, writes, dirtied): %s" % off[:8])
+    c.check(sum(r["ops"].get("write", {}).get("count", 0) for r in inner) > 10000,
+            "the writer kept writing (%d writes)" % sum(r["ops"].get("write", {}).get("count", 0)
+                                                       for r in inner))
+    subprocess.run(["rm", "-rf", tmp])
+    c.done()
+
+
 def libc_path(wl_bin):
     out = subprocess.run(["ldd", wl_bin], capture_output=True, text=True, check=True).stdout
     return next(l.split()[2] for l in out.splitlines() if "libc.so" in l)
@@ -1366,6 +1412,8 @@ def main():
         return scenario_cgroup_move(agent_bin, wl_bin)
     if scenario == "filters":
         return scenario_filters(agent_bin, wl_bin)
+    if scenario == "layers-aligned":
+        return scenario_layers_aligned(agent_bin, wl_bin)
     {"exact": scenario_exact, "overflow": scenario_overflow, "reclaim": scenario_reclaim,
      "stale-hint": scenario_stale_hint, "churn": scenario_churn,
      "churn-window": scenario_churn_window, "ops-access": scenario_ops_access,
