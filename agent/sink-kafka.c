@@ -1378,7 +1378,7 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 
 	r = spool_open(p->spool_dir, p->spool_fsync, &k->spool);
 	if (r < 0) {
-		snprintf(err, errlen, "spool directory %s: %s", p->spool_dir, strerror(-r));
+		snprintf(err, errlen, "spool directory %s (spool.dir): %s", p->spool_dir, strerror(-r));
 		goto fail;
 	}
 	/* a previous run's undelivered windows go first, in order */

@@ -64,6 +64,15 @@ int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 		r = -errno;
 		goto fail;
 	}
+	/* a spool the agent cannot write (a read-only mount, another owner's
+	 * mode) is refused here, as one it cannot make is: accepted, every
+	 * window would wait in memory and be lost at stop. access() answers
+	 * EROFS for a read-only file system too. */
+	if (faccessat(s->dir_fd, ".", W_OK | X_OK, AT_EACCESS) < 0) {
+		r = -errno;
+		close(s->dir_fd);
+		goto fail;
+	}
 	d = fdopendir(dup(s->dir_fd));
 	if (!d) {
 		r = -errno;
@@ -76,8 +85,10 @@ int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 		uint64_t seq;
 		struct stat st;
 
-		/* a temporary name means a write that never completed */
-		if (l > 4 && !strcmp(de->d_name + l - 4, ".tmp")) {
+		/* the agent's own temporary name (spool_write): a write that
+		 * never completed. Other files are not the agent's to delete. */
+		if (l == 28 && !strcmp(de->d_name + 20, ".seg.tmp") &&
+		    strspn(de->d_name, "0123456789") == 20) {
 			unlinkat(s->dir_fd, de->d_name, 0);
 			continue;
 		}
@@ -92,8 +103,15 @@ int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 			continue;
 		}
 		seq = strtoull(de->d_name, &end, 10);
-		if (seq > SPOOL_SEQ_MAX || fstatat(s->dir_fd, de->d_name, &st, 0) < 0 ||
-		    !S_ISREG(st.st_mode)) {
+		if (seq > SPOOL_SEQ_MAX) {
+			s->skipped++;
+			continue;
+		}
+		/* a name taken by something else (a directory, a FIFO) is left
+		 * alone and never written: new segments are numbered past it */
+		if (seq >= s->next_seq)
+			s->next_seq = seq + 1;
+		if (fstatat(s->dir_fd, de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode)) {
 			s->skipped++;
 			continue;
 		}
@@ -109,8 +127,6 @@ int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 			s->existing = n;
 		}
 		s->existing[s->n_existing++] = (struct spool_entry){seq, (uint64_t)st.st_size};
-		if (seq >= s->next_seq)
-			s->next_seq = seq + 1;
 	}
 	closedir(d);
 	qsort(s->existing, s->n_existing, sizeof(*s->existing), cmp_entry);

@@ -429,6 +429,19 @@ def scenario_spool_readonly(agent_bin, wl_bin, mock_bin):
     tmp, spool = tmpfs_spool("64m")
     a = None
     try:
+        # read-only at start: refused, naming it (accepted, every window
+        # waited in memory and was lost at stop)
+        remount(spool, "ro")
+        cpath = os.path.join(tmp, "ro.conf")
+        with open(cpath, "w") as f:
+            f.write(conf(b.bootstrap, spool, interval=0.2))
+        start = subprocess.run([agent_bin, "-c", cpath, "-o", os.path.join(tmp, "ro.jsonl")],
+                               capture_output=True, text=True, timeout=60)
+        c.check(start.returncode != 0 and "spool directory %s (spool.dir): Read-only file system" % spool
+                in start.stderr,
+                "a spool read-only at start is refused, named (exit %d: %s)"
+                % (start.returncode, start.stderr.strip().splitlines()[-1:]))
+        remount(spool, "rw")
         a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2, extra=QUICK_RECONNECT))
         b.cmd("down")
         time.sleep(1)  # windows on disk

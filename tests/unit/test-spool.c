@@ -19,6 +19,16 @@ static int rm_rf(const char *dir)
 	return system(cmd);
 }
 
+static int spool_write_file(const char *path, const char *data, size_t len)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fwrite(data, 1, len, f);
+	return fclose(f);
+}
+
 static bool has_seg(const char *dir, uint64_t seq)
 {
 	char p[PATH_MAX];
@@ -113,6 +123,42 @@ int main(void)
 			      "a spool behind a symlink is made again at the link's target (%d)",
 			      r);
 			spool_free(s);
+		}
+	}
+
+	/* at open: a name like a segment's taken by something else is never
+	 * written (numbered past it); the agent's own leftover temporary file
+	 * goes, another file named .tmp stays */
+	{
+		char p[PATH_MAX + 64];
+		uint64_t q;
+
+		rm_rf(base);
+		mkdir(base, 0700);
+		snprintf(dir, sizeof(dir), "%s/spool", base);
+		mkdir(dir, 0700);
+		snprintf(p, sizeof(p), "%s/%020d.seg", dir, 3);
+		CHECK(spool_write_file(p, "s", 1) == 0, "a segment 3");
+		snprintf(p, sizeof(p), "%s/%020d.seg", dir, 7);
+		mkdir(p, 0700);
+		snprintf(p, sizeof(p), "%s/%020d.seg.tmp", dir, 8);
+		spool_write_file(p, "t", 1);
+		snprintf(p, sizeof(p), "%s/notes.tmp", dir);
+		spool_write_file(p, "mine", 4);
+		r = spool_open(dir, false, &s);
+		CHECK(r == 0, "open (%d)", r);
+		if (!r) {
+			CHECK(spool_skipped(s) == 1, "the directory 7 is skipped (%zu)",
+			      spool_skipped(s));
+			q = spool_next_seq(s);
+			CHECK(q == 8, "new segments are numbered past it: 8, not 4 (%llu)",
+			      (unsigned long long)q);
+			r = spool_write(s, q, "z", 1);
+			CHECK(r == 0 && has_seg(dir, 8), "... and written (%d)", r);
+			snprintf(p, sizeof(p), "%s/notes.tmp", dir);
+			CHECK(access(p, F_OK) == 0, "another file named .tmp is left alone");
+			spool_free(s);
+			s = NULL;
 		}
 	}
 	buf_free(&b);
