@@ -24,6 +24,7 @@ struct sink_file {
 	struct dc_buf buf; /* records not yet committed */
 	uint64_t buf_records;
 	int last_err;
+	bool removed; /* its file removed, and not made again yet */
 };
 
 static int file_write(struct dc_sink *s, enum dc_rec_type type, const struct dc_window *w,
@@ -55,21 +56,59 @@ static int file_cut_to(struct sink_file *f, off_t size, off_t partial)
 	return ftruncate(f->fd, size - partial) < 0 ? -errno : 0;
 }
 
+static int open_output(const char *path);
+
+/*
+ * The records file removed under the agent (rm, its directory with it):
+ * made again at its path, as the spool is, where writing on to the open
+ * file would lose every later record without a word. Renamed (logrotate)
+ * it still has a link and is left to the reload that follows.
+ */
+static int file_check_removed(struct sink_file *f)
+{
+	struct stat st;
+	int fd;
+
+	if (!f->owned || fstat(f->fd, &st) < 0 || st.st_nlink > 0)
+		return 0;
+	fd = mkdir_parents(f->path, false);
+	if (fd >= 0)
+		fd = open_output(f->path);
+	if (fd < 0) {
+		if (!f->removed)
+			log_error_errno(fd,
+					"The records file %s was removed while the agent ran and "
+					"cannot be made again: %m; keeping its records for retry",
+					f->path);
+		f->removed = true;
+		return fd;
+	}
+	close(f->fd);
+	f->fd = fd;
+	f->removed = false;
+	log_warning("The records file %s was removed while the agent ran: made again (what "
+		    "had been written to it went with it)",
+		    f->path);
+	return 0;
+}
+
 static int file_flush(struct dc_sink *s)
 {
 	struct sink_file *f = (struct sink_file *)s;
 	size_t off = 0;
+	int r = file_check_removed(f);
 
 	while (off < f->buf.len) {
-		ssize_t n = write(f->fd, f->buf.data + off, f->buf.len - off);
+		ssize_t n = r < 0 ? 0 : write(f->fd, f->buf.data + off, f->buf.len - off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			int r = n < 0 ? -errno : -EIO;
 			const char *last = memrchr(f->buf.data, '\n', off);
 			size_t whole = last ? (size_t)(last - f->buf.data) + 1 : 0;
 
+			if (r == 0)
+				r = n < 0 ? -errno : -EIO;
 			/* a record written in part: taken back out of the file and
 			 * kept whole, so the file never ends mid-record (a stop or
 			 * a cut below would leave it so, for the next append to
@@ -113,6 +152,8 @@ static int file_flush(struct dc_sink *s)
 		}
 		off += (size_t)n;
 	}
+	if (r < 0)
+		return r; /* nothing to write: nothing kept either */
 	if (f->last_err)
 		log_notice("Writing records to %s works again", f->path);
 	f->last_err = 0;
@@ -262,7 +303,9 @@ int sink_file_reopen(struct dc_sink *s)
 
 	if (s->ops != &file_ops || !f->owned)
 		return 0;
-	fd = open_output(f->path);
+	fd = mkdir_parents(f->path, false);
+	if (fd >= 0)
+		fd = open_output(f->path);
 	if (fd < 0)
 		return fd; /* the old file stays in use */
 	close(f->fd);

@@ -501,6 +501,30 @@ def scenario_sigterm(agent_bin, wl_bin):
     c.done()
 
 
+def scenario_output_removed(agent_bin, wl_bin):
+    """The records file removed with its directory while the agent runs: the
+    next window's records make it again, said once; before, every later
+    record went to the deleted file without a word."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-out-")
+    out = os.path.join(tmp, "out", "records.jsonl")
+    a = Agent(agent_bin, "interval = 0.2;\n", args=["--output", out])
+    time.sleep(1.0)
+    shutil.rmtree(os.path.join(tmp, "out"))
+    removed_at = time.time()
+    time.sleep(1.0)
+    c.eq(a.stop(), 0, "agent exits 0")
+    c.check(os.path.exists(out), "the records file was made again at its path")
+    recs = a.records(out) if os.path.exists(out) else []
+    later = [r for r in recs if r["type"] == "agent" and r["ts_start"] / 1e6 > removed_at]
+    c.check(len(later) >= 3, "windows after the removal are in it (%d)" % len(later))
+    log = a.log()
+    c.eq(log.count("The records file %s was removed while the agent ran: made again" % out), 1,
+         "the log says it, once")
+    shutil.rmtree(tmp, ignore_errors=True)
+    c.done()
+
+
 def scenario_windows(agent_bin, wl_bin):
     """Windows end on the wall clock's multiples of the interval whenever the
     agent started (align_windows, the default); with it false, an interval
@@ -1420,6 +1444,7 @@ def main():
      "file-turnover": scenario_file_turnover,
      "many-keys": scenario_many_keys,
      "sigterm": scenario_sigterm, "restart": scenario_restart,
+     "output-removed": scenario_output_removed,
      "duration": scenario_sigint_duration, "windows": scenario_windows}[scenario](agent_bin, wl_bin)
 
 
