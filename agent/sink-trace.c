@@ -160,6 +160,31 @@ static void close_current(struct sink_trace *t)
 	t->fd = -1;
 }
 
+/*
+ * The directory removed while the agent runs (an rm -rf, a cleanup job):
+ * made again, as the spool and the records file are, where the batches
+ * were dropped until the agent stopped. The files it held went with it:
+ * the count of what the bound keeps starts again from what is there.
+ */
+static void check_removed(struct sink_trace *t)
+{
+	struct stat st;
+
+	if (t->fd >= 0 && (fstat(t->fd, &st) < 0 || st.st_nlink > 0))
+		return;
+	if (t->fd < 0 && access(t->dir, F_OK) == 0)
+		return;
+	close_current(t);
+	if (mkdir_parents(t->dir, true) < 0)
+		return; /* the write fails and says why */
+	t->n = 0;
+	t->total = 0;
+	if (scan(t) == 0)
+		log_warning("The trace directory %s (or its current file) was removed while the "
+			    "agent ran: made again",
+			    t->dir);
+}
+
 static int trace_write(struct dc_sink *s, enum dc_rec_type type, const struct dc_window *w,
 		       const char *data, size_t len)
 {
@@ -169,6 +194,7 @@ static int trace_write(struct dc_sink *s, enum dc_rec_type type, const struct dc
 
 	if (type != DC_REC_TRACE)
 		return 0;
+	check_removed(t);
 	if (t->fd >= 0 && (t->files[t->n - 1].bytes + len > t->rotate_bytes ||
 			   usec_of(CLOCK_MONOTONIC) - t->opened_usec > t->rotate_usec))
 		close_current(t);

@@ -440,6 +440,31 @@ def scenario_no_ring(agent_bin, load):
     c.done()
 
 
+def scenario_dir_removed(agent_bin, load):
+    """The trace directory removed while the agent runs: made again by the
+    next batch, said once, and the later batches are in it; before, every
+    later batch was dropped until the agent stopped."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-tr-")
+    tdir = os.path.join(tmp, "traces")
+    a = Agent(agent_bin, 'interval = 0.25;\ntraces = { output = { dir = "%s"; }; sampling = '
+              '{ one_in_n = 1; slow_ms = 0; rate = 0; }; };\n' % tdir)
+    run_load(load, os.path.join(tmp, "data1"), 200)
+    time.sleep(0.6)
+    shutil.rmtree(tdir)
+    time.sleep(0.3)
+    pid = run_load(load, os.path.join(tmp, "data2"), 200)
+    time.sleep(0.6)
+    c.eq(a.stop(), 0, "agent exits 0")
+    c.eq(a.log().count("The trace directory %s (or its current file) was removed while the "
+                       "agent ran: made again" % tdir), 1, "the log says it, once")
+    recs = read_traces(c, tdir)[1] if os.path.isdir(tdir) else []
+    c.check(any(r.get("pid") == pid for r in recs),
+            "the workload run after the removal has its events in the directory made again")
+    shutil.rmtree(tmp, ignore_errors=True)
+    c.done()
+
+
 def main():
     name, agent_bin, load, export = sys.argv[1:5]
     require_root()
@@ -450,6 +475,8 @@ def main():
         return scenario_bucket_weights(agent_bin, load)
     if name == "no-ring":
         return scenario_no_ring(agent_bin, load)
+    if name == "dir-removed":
+        return scenario_dir_removed(agent_bin, load)
     scenario(name, agent_bin, load, export)
 
 
