@@ -113,8 +113,11 @@ struct dc_config {
 	char kafka_key[16];	     /* host | host_cgroup */
 	char kafka_properties[8192]; /* "name=value" lines */
 	char kafka_secrets[1024];    /* path: root-only "name=value" lines */
-	double kafka_flush_timeout;  /* seconds */
-	double kafka_start_timeout;  /* seconds */
+	/* where kafka_properties' lines from kafka_secrets begin: their values
+	 * never appear in a message */
+	size_t kafka_secrets_at;
+	double kafka_flush_timeout; /* seconds */
+	double kafka_start_timeout; /* seconds */
 	char spool_dir[DC_STR_MAX];
 	int64_t spool_max_mib;
 	bool spool_fsync;

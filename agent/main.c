@@ -83,6 +83,7 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
 	if (a->output && (r = config_set(cfg, "output.path", a->output, err, sizeof(err))) < 0)
 		return log_error("--output: %s", err), r;
 	/* last: its lines apply after kafka.properties, and a reload reads it again */
+	cfg->kafka_secrets_at = strnlen(cfg->kafka_properties, sizeof(cfg->kafka_properties));
 	if (cfg->kafka_secrets[0] &&
 	    (r = secrets_load(cfg->kafka_secrets, cfg->kafka_properties,
 			      sizeof(cfg->kafka_properties), err, sizeof(err))) < 0)
@@ -94,7 +95,8 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
 				 "is not set: the records would go nowhere"),
 		       -EINVAL;
 	if (cfg->kafka_brokers[0] &&
-	    (r = sink_kafka_check(cfg->kafka_brokers, cfg->kafka_properties, err, sizeof(err))) < 0)
+	    (r = sink_kafka_check(cfg->kafka_brokers, cfg->kafka_properties, cfg->kafka_secrets_at,
+				  cfg->kafka_secrets, err, sizeof(err))) < 0)
 		return log_error("Invalid configuration: %s", err), r;
 	return 0;
 }

@@ -2269,6 +2269,8 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 		struct sink_kafka_params kp = {
 		    .brokers = cfg->kafka_brokers,
 		    .properties = cfg->kafka_properties,
+		    .secrets_at = cfg->kafka_secrets_at,
+		    .secrets_file = cfg->kafka_secrets,
 		    .topic_features = cfg->kafka_topic_features,
 		    .topic_agent = cfg->kafka_topic_agent,
 		    .topic_traces = cfg->traces_enable ? cfg->kafka_topic_traces : NULL,

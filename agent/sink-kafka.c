@@ -1107,14 +1107,40 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 	dr_cb(rk, m, opaque);
 }
 
-static int conf_set(rd_kafka_conf_t *conf, const char *name, const char *value, char *err,
-		    size_t errlen)
+/* in with every occurrence of value replaced, into out */
+static void hide_value(char *out, size_t size, const char *in, const char *value)
+{
+	size_t o = 0, vl = strlen(value);
+
+	while (*in && o + 1 < size) {
+		if (vl && !strncmp(in, value, vl)) {
+			o += (size_t)snprintf(out + o, size - o, "(value not shown)");
+			in += vl;
+			continue;
+		}
+		out[o++] = *in++;
+	}
+	out[o < size ? o : size - 1] = 0;
+}
+
+/* secrets_file: the line came from kafka.secrets_file, whose values never
+ * appear in a message whatever the name (a misspelt "sasl.pasword" is no
+ * known secret's, and librdkafka's reason may quote the value) */
+static int conf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
+		    const char *secrets_file, char *err, size_t errlen)
 {
 	char e[512];
 
 	if (rd_kafka_conf_set(conf, name, value, e, sizeof(e)) != RD_KAFKA_CONF_OK) {
 		char line[1536], why[512];
 
+		if (secrets_file) {
+			hide_value(why, sizeof(why), e, value);
+			snprintf(err, errlen,
+				 "kafka.secrets_file %s: property %s (value not shown): %s",
+				 secrets_file, name, why);
+			return -EINVAL;
+		}
 		/* librdkafka's reason may quote the value ("Unsupported value ...") */
 		snprintf(line, sizeof(line), "%s=%s", name, value);
 		secrets_scrub(why, sizeof(why), e, line);
@@ -1246,7 +1272,8 @@ static void producer_free(struct sink_kafka *k)
 /* The client's configuration: the brokers, the agent's defaults, then the
  * operator's properties verbatim, which may override them. */
 static int kafka_conf_new(const char *brokers, const char *host, const char *properties,
-			  rd_kafka_conf_t **ret, char *err, size_t errlen)
+			  size_t secrets_at, const char *secrets_file, rd_kafka_conf_t **ret,
+			  char *err, size_t errlen)
 {
 	static const char *const defaults[][2] = {
 	    /* durability is the spool's: never expire a queued message */
@@ -1272,11 +1299,11 @@ static int kafka_conf_new(const char *brokers, const char *host, const char *pro
 
 	conf = rd_kafka_conf_new();
 	snprintf(client_id, sizeof(client_id), "datacrumbs-%s", host);
-	r = conf_set(conf, "bootstrap.servers", brokers, err, errlen);
+	r = conf_set(conf, "bootstrap.servers", brokers, NULL, err, errlen);
 	if (!r)
-		r = conf_set(conf, "client.id", client_id, err, errlen);
+		r = conf_set(conf, "client.id", client_id, NULL, err, errlen);
 	for (size_t i = 0; !r && i < ELEMENTSOF(defaults); i++)
-		r = conf_set(conf, defaults[i][0], defaults[i][1], err, errlen);
+		r = conf_set(conf, defaults[i][0], defaults[i][1], NULL, err, errlen);
 	for (line = properties; !r && line && *line; line += n + (line[n] == '\n')) {
 		char name[256], value[1024];
 		const char *eq;
@@ -1296,7 +1323,12 @@ static int kafka_conf_new(const char *brokers, const char *host, const char *pro
 		}
 		snprintf(name, sizeof(name), "%.*s", (int)(eq - line), line);
 		snprintf(value, sizeof(value), "%.*s", (int)(n - (size_t)(eq - line) - 1), eq + 1);
-		r = conf_set(conf, name, value, err, errlen);
+		r = conf_set(conf, name, value,
+			     secrets_file && secrets_file[0] &&
+				     (size_t)(line - properties) >= secrets_at
+				 ? secrets_file
+				 : NULL,
+			     err, errlen);
 		explicit_bzero(value, sizeof(value));
 	}
 	if (r) {
@@ -1307,12 +1339,14 @@ static int kafka_conf_new(const char *brokers, const char *host, const char *pro
 	return 0;
 }
 
-int sink_kafka_check(const char *brokers, const char *properties, char *err, size_t errlen)
+int sink_kafka_check(const char *brokers, const char *properties, size_t secrets_at,
+		     const char *secrets_file, char *err, size_t errlen)
 {
 	rd_kafka_conf_t *conf;
 	int r;
 
-	r = kafka_conf_new(brokers, "check", properties, &conf, err, errlen);
+	r = kafka_conf_new(brokers, "check", properties, secrets_at, secrets_file, &conf, err,
+			   errlen);
 	if (r >= 0)
 		rd_kafka_conf_destroy(conf);
 	return r;
@@ -1352,7 +1386,8 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 	snprintf(k->topic_name[DC_REC_STACKS], sizeof(k->topic_name[0]), "%s",
 		 p->topic_stacks ? p->topic_stacks : "");
 
-	r = kafka_conf_new(p->brokers, p->host, p->properties, &conf, err, errlen);
+	r = kafka_conf_new(p->brokers, p->host, p->properties, p->secrets_at, p->secrets_file,
+			   &conf, err, errlen);
 	if (r) {
 		kafka_free(&k->base);
 		return r;
@@ -1378,7 +1413,8 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 
 	r = spool_open(p->spool_dir, p->spool_fsync, &k->spool);
 	if (r < 0) {
-		snprintf(err, errlen, "spool directory %s (spool.dir): %s", p->spool_dir, strerror(-r));
+		snprintf(err, errlen, "spool directory %s (spool.dir): %s", p->spool_dir,
+			 strerror(-r));
 		goto fail;
 	}
 	/* a previous run's undelivered windows go first, in order */

@@ -94,6 +94,10 @@ int sink_trace_new(const struct sink_trace_params *p, struct dc_sink **ret);
 struct sink_kafka_params {
 	const char *brokers;
 	const char *properties; /* "name=value" lines, applied after the defaults */
+	/* properties' lines from secrets_file begin at secrets_at: a refused
+	 * one is named by that file, its value never shown */
+	size_t secrets_at;
+	const char *secrets_file;
 	const char *topic_features;
 	const char *topic_agent;
 	const char *topic_traces; /* NULL or "": traces are not published */
@@ -113,7 +117,8 @@ struct sink_kafka_params {
 
 /* Whether librdkafka takes these brokers and properties (after the agent's
  * defaults), without connecting: -EINVAL with its words in err. */
-int sink_kafka_check(const char *brokers, const char *properties, char *err, size_t errlen);
+int sink_kafka_check(const char *brokers, const char *properties, size_t secrets_at,
+		     const char *secrets_file, char *err, size_t errlen);
 
 /* Before a Kafka sink is freed: its last deliveries (not with the brokers
  * down; waiting kafka.flush_timeout, at most max_flush_ms) and the segments only memory holds

@@ -203,6 +203,16 @@ if is_root:
     rc, out, err = run("--check-config=" + p)
     c.check(rc == 2 and sec + ":4:" in err and SECRET not in out + err,
             "a bad secrets line named by number, its text not shown (%r)" % err)
+    # a misspelt name is no known secret's: librdkafka refuses it, and the
+    # message named name=value with the password in it
+    with open(sec, "w") as f:
+        f.write("sasl.pasword=%s\n" % SECRET)
+    p2 = conf('kafka = { brokers = "127.0.0.1:9"; secrets_file = "%s"; };\n' % sec)
+    rc, out, err = run("--check-config=" + p2)
+    c.check(rc == 2 and "kafka.secrets_file %s: property sasl.pasword (value not shown)" % sec
+            in err and SECRET not in out + err,
+            "a property of the secrets file librdkafka refuses: the file named, its value "
+            "not shown (%r)" % err)
 else:
     print("SKIP - secrets file ownership checks need root (the agent wants root's file)")
 # a credential in the (world-readable) main file is warned about, without its value
