@@ -1296,7 +1296,7 @@ static unsigned config_changes(const struct dc_config *a, const struct dc_config
 static void families_stop(struct manager *m, unsigned fam);
 static int families_start(struct manager *m, const struct dc_config *cfg, unsigned fam,
 			  bool *config_error);
-static void sinks_stop(struct manager *m);
+static void sinks_stop(struct manager *m, const struct dc_config *next);
 static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *config_error);
 static void set_host(struct manager *m, const struct dc_config *cfg);
 static int filter_load(struct manager *m, const struct dc_config *cfg, struct dc_filter **out);
@@ -1464,7 +1464,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 			set_host(m, &nc);
 		r = 0;
 		if (ch & CH_SINKS) {
-			sinks_stop(m);
+			sinks_stop(m, &nc);
 			r = sinks_start(m, &nc, &config_error);
 			if (r < 0)
 				snprintf(m->reload_error, sizeof(m->reload_error),
@@ -1495,7 +1495,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 			level = log_parse_level(m->cfg.log_level);
 			log_set_max_level(level < 0 ? LOG_INFO : level);
 			if (ch & CH_SINKS) {
-				sinks_stop(m);
+				sinks_stop(m, &m->cfg);
 				r = sinks_start(m, &m->cfg, &config_error);
 				if (r < 0)
 					return sd_event_exit(m->event, r);
@@ -2213,7 +2213,8 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 	return 0;
 }
 
-static void sinks_stop(struct manager *m)
+/* next: the configuration whose sinks follow (a reload) */
+static void sinks_stop(struct manager *m, const struct dc_config *next)
 {
 	/* Kafka's final flush happens here, after the last window was handed
 	 * over; what a full disk left in the file sink moves to the next one */
@@ -2228,7 +2229,8 @@ static void sinks_stop(struct manager *m)
 			/* a reload's flush holds the event loop, which feeds the
 			 * watchdog (30 s): bounded well under it; the spool keeps
 			 * what it did not deliver (a replay, not a loss) */
-			sink_kafka_stop(m->sinks[i], m->stopping ? UINT64_MAX : 10000);
+			sink_kafka_stop(m->sinks[i], m->stopping ? UINT64_MAX : 10000,
+					next->kafka_brokers[0] ? next->spool_dir : "");
 		}
 		/* what this sink counted since the last window's losses (the
 		 * window's own flush, the stop's losses) reaches the next

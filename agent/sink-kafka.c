@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -912,7 +913,9 @@ static uint64_t acknowledged(const struct kseg *g)
 	return produced < g->meta.n_records ? produced : g->meta.n_records;
 }
 
-static void spool_held(struct sink_kafka *k)
+/* next: the spool directory the sink that follows uses ("" none: Kafka
+ * off), NULL when the agent stops */
+static void spool_held(struct sink_kafka *k, const char *next)
 {
 	uint64_t lost = 0, kept = 0;
 
@@ -949,10 +952,33 @@ static void spool_held(struct sink_kafka *k)
 			  "took: they are lost",
 			  lost, spool_dir(k->spool));
 	}
-	if (seg_count(k))
-		log_notice("Stopping with %zu spool segments (%" PRIu64 " bytes) not yet "
-			   "delivered: they are sent at the next start",
-			   seg_count(k), k->spool_bytes);
+	if (!seg_count(k))
+		return;
+	if (next) {
+		char real[PATH_MAX];
+
+		/* a reload that moves the spool leaves these where they are:
+		 * no later sink reads them unless spool.dir names them again */
+		if (!*next) {
+			log_warning("Stopping with %zu spool segments (%" PRIu64 " bytes) not yet "
+				    "delivered in %s: the new configuration publishes to no Kafka, "
+				    "so they wait there until one with this spool.dir does",
+				    seg_count(k), k->spool_bytes, spool_dir(k->spool));
+			return;
+		}
+		if (!realpath(next, real) || strcmp(real, spool_dir(k->spool))) {
+			log_warning(
+			    "Stopping with %zu spool segments (%" PRIu64 " bytes) not yet "
+			    "delivered in %s: spool.dir is now %s, so they wait there until "
+			    "spool.dir names it again",
+			    seg_count(k), k->spool_bytes, spool_dir(k->spool), next);
+			return;
+		}
+	}
+	log_notice("Stopping with %zu spool segments (%" PRIu64 " bytes) not yet "
+		   "delivered: they are sent %s",
+		   seg_count(k), k->spool_bytes,
+		   next ? "by the sink that takes over" : "at the next start");
 }
 
 static const struct dc_sink_ops kafka_ops;
@@ -971,7 +997,7 @@ void sink_kafka_state(const struct dc_sink *s, struct sink_kafka_state *st)
 	st->spool_failing = k->spool_failing;
 }
 
-void sink_kafka_stop(struct dc_sink *s, uint64_t max_flush_ms)
+void sink_kafka_stop(struct dc_sink *s, uint64_t max_flush_ms, const char *next_spool)
 {
 	struct sink_kafka *k = (struct sink_kafka *)s;
 
@@ -988,7 +1014,7 @@ void sink_kafka_stop(struct dc_sink *s, uint64_t max_flush_ms)
 		settle(k);
 	}
 	if (k->spool)
-		spool_held(k);
+		spool_held(k, next_spool);
 }
 
 static void kafka_free(struct dc_sink *s)
@@ -996,7 +1022,7 @@ static void kafka_free(struct dc_sink *s)
 	struct sink_kafka *k = (struct sink_kafka *)s;
 	struct kseg *g;
 
-	sink_kafka_stop(s, UINT64_MAX);
+	sink_kafka_stop(s, UINT64_MAX, NULL);
 	producer_free(k);
 	if (k->conf)
 		rd_kafka_conf_destroy(k->conf);

@@ -123,8 +123,10 @@ int sink_kafka_check(const char *brokers, const char *properties, size_t secrets
 /* Before a Kafka sink is freed: its last deliveries (not with the brokers
  * down; waiting kafka.flush_timeout, at most max_flush_ms) and the segments only memory holds
  * written to the spool; what cannot be is lost, and counted in its stats.dropped_records, which the
- * caller can then still read. No-op for other sinks. */
-void sink_kafka_stop(struct dc_sink *s, uint64_t max_flush_ms);
+ * caller can then still read. next_spool: the spool directory of the sink that follows at a reload
+ * ("" when it publishes to no Kafka), NULL when the agent stops: undelivered segments left where
+ * no later sink reads them are said so. No-op for other sinks. */
+void sink_kafka_stop(struct dc_sink *s, uint64_t max_flush_ms, const char *next_spool);
 /* For STATUS= and a reload: what an operator asks of Kafka first. */
 struct sink_kafka_state {
 	bool brokers_down;    /* librdkafka said all are, none seen up since */

@@ -284,6 +284,39 @@ def scenario_reload_outage(agent_bin, wl_bin, mock_bin):
     c.done()
 
 
+def scenario_reload_spool_moved(agent_bin, wl_bin, mock_bin):
+    """A reload during an outage that moves spool.dir: the old directory's
+    undelivered segments stay where they are (no later sink reads them) and
+    the log says so, where it said they "are sent at the next start" (a
+    bad-input audit); a reload back to it delivers them."""
+    c = Checks()
+    b, spool, a = outage_start(agent_bin, mock_bin, 0.2)
+    spool2 = os.path.join(os.path.dirname(spool), "spool2")
+    time.sleep(1)
+    with open(a.conf, "w") as f:
+        f.write(conf(b.bootstrap, spool2, interval=0.2))
+    a.proc.send_signal(signal.SIGHUP)
+    time.sleep(1)
+    left = len(segs(spool))
+    c.check(left > 0, "the old spool keeps its undelivered segments (%d)" % left)
+    c.check(re.search(r"Stopping with %d spool segments \(\d+ bytes\) not yet delivered in %s: "
+                      r"spool\.dir is now %s, so they wait there" % (left, re.escape(spool),
+                                                                     re.escape(spool2)),
+                      a.log()) is not None,
+            "the log says they wait in the old directory, naming both")
+    c.check("they are sent at the next start" not in a.log(), "... not that the next start sends them")
+    with open(a.conf, "w") as f:
+        f.write(conf(b.bootstrap, spool, interval=0.2))
+    a.proc.send_signal(signal.SIGHUP)
+    time.sleep(0.5)
+    b.cmd("up")
+    c.check(wait_spool_empty(spool, 60), "back on the old directory, its segments are delivered")
+    c.eq(a.stop(), 0, "agent exits 0")
+    b.close()
+    shutil.rmtree(os.path.dirname(spool), ignore_errors=True)
+    c.done()
+
+
 def tmpfs_spool(size):
     """(a new directory, a spool in it on a tmpfs of SIZE): the caller unmounts."""
     tmp = tempfile.mkdtemp(prefix="dc-kafka-")
@@ -939,7 +972,7 @@ def main():
     require_root()
     {"deliver": scenario_deliver, "outage": scenario_outage, "kill9": scenario_kill9,
      "outage-memory": scenario_outage_memory, "reload-outage": scenario_reload_outage,
-     "reload-full": scenario_reload_full,
+     "reload-full": scenario_reload_full, "reload-spool-moved": scenario_reload_spool_moved,
      "corrupt": scenario_corrupt, "config": scenario_config, "spool-full": scenario_spool_full,
      "traces": scenario_traces, "traces-settings": scenario_traces_settings,
      "spool-removed": scenario_spool_removed, "spool-readonly": scenario_spool_readonly,
