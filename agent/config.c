@@ -741,22 +741,77 @@ static int check_topics(const struct dc_config *c, const char *file, char *err, 
 	return 0;
 }
 
-static int load(struct dc_config *c, config_t *cf, int ok, const char *file, char *err,
-		size_t errlen)
+/* Settings each valid alone that do not go together: refused here, so
+ * that --check-config says what starting would (exit 2), not the start. */
+static int check_together(const struct dc_config *c, const char *file, char *err, size_t errlen)
+{
+	if (!c->traces_slice_ms != !c->traces_period_s ||
+	    c->traces_slice_ms > c->traces_period_s * 1000)
+		return fail(
+		    err, errlen,
+		    "%s: traces.sampling.slice_ms (%g) and traces.sampling.period_s (%g) go "
+		    "together, the slice within the period",
+		    file, c->traces_slice_ms, c->traces_period_s);
+	if (c->kafka_brokers[0] && !c->spool_dir[0])
+		return fail(err, errlen,
+			    "%s: spool.dir is empty while kafka.brokers is set: the spool is what "
+			    "keeps the records through an outage",
+			    file);
+	if (c->vfs_enable && !c->vfs_categories[strspn(c->vfs_categories, ", \t")])
+		return fail(err, errlen,
+			    "%s: probes.vfs.categories names no category while probes.vfs.enable "
+			    "is true (probes.vfs.enable = false turns the layer off)",
+			    file);
+	return 0;
+}
+
+/* A syntax error on a line that names a setting the way --help-config
+ * lists it ("maps.max_keys = 1;"): the hint that dots are groups. */
+static const char *dotted_hint(const char *text, int line)
+{
+	const char *p = text;
+	size_t n;
+
+	for (int l = 1; p && l < line; l++) {
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return "";
+	p += strspn(p, " \t");
+	n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-");
+	if (!n || p[n] != '.' || !isalpha((unsigned char)p[n + 1]))
+		return "";
+	return " (a dotted name is a path of groups: write maps = { max_keys = 1; }; for "
+	       "maps.max_keys)";
+}
+
+static int load(struct dc_config *c, config_t *cf, int ok, const char *file, const char *text,
+		char *err, size_t errlen)
 {
 	struct dc_config tmp;
 	int r;
 
-	if (!ok)
-		return fail(err, errlen, "%s:%d: %s",
+	if (!ok) {
+		/* the line is the top file's unless libconfig names another */
+		bool top = !config_error_file(cf) || !strcmp(config_error_file(cf), file);
+
+		return fail(err, errlen, "%s:%d: %s%s",
 			    config_error_file(cf) ? config_error_file(cf) : file,
-			    config_error_line(cf), config_error_text(cf));
+			    config_error_line(cf), config_error_text(cf),
+			    top && text && config_error_type(cf) == CONFIG_ERR_PARSE
+				? dotted_hint(text, config_error_line(cf))
+				: "");
+	}
 	/* parse aside: the caller's config changes only if the whole file is good */
 	config_defaults(&tmp);
 	r = apply_group(&tmp, config_root_setting(cf), file, err, errlen);
 	if (r)
 		return r;
 	r = check_topics(&tmp, file, err, errlen);
+	if (!r)
+		r = check_together(&tmp, file, err, errlen);
 	if (r)
 		return r;
 	*c = tmp;
@@ -921,21 +976,68 @@ static int check_text(const char *text, const char *path, int depth, char *err, 
 	return 0;
 }
 
+/*
+ * The text with each relative @include of its own made absolute, from the
+ * file's directory: "x.conf" is the file beside this one, wherever the
+ * agent was started (systemd starts it in /). Not libconfig's include_dir,
+ * which 1.5 prefixes to absolute paths too. libconfig takes @include only
+ * at the start of a line; lines are kept, so errors keep their numbers.
+ * An included file's own relative @include stays libconfig's: from the
+ * current directory.
+ */
+static char *resolve_includes(const char *text, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0, lines = 1, o = 0;
+	char *out;
+
+	for (const char *p = text; *p; p++)
+		lines += *p == '\n';
+	/* at most one prefix a line */
+	out = malloc(strlen(text) + lines * dirlen + 1);
+	if (!out)
+		return NULL;
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n'), *end = nl ? nl + 1 : p + strlen(p);
+		const char *q = p + strspn(p, " \t");
+
+		if (dirlen && !strncmp(q, "@include", 8)) {
+			const char *open = q + 8 + strspn(q + 8, " \t");
+
+			if (open < end && *open == '"' && open[1] != '/') {
+				memcpy(out + o, p, (size_t)(open + 1 - p));
+				o += (size_t)(open + 1 - p);
+				memcpy(out + o, path, dirlen);
+				o += dirlen;
+				p = open + 1;
+			}
+		}
+		memcpy(out + o, p, (size_t)(end - p));
+		o += (size_t)(end - p);
+		p = end;
+	}
+	out[o] = 0;
+	return out;
+}
+
 /* The text read once, checked, then parsed: a pipe is read only once. */
 int config_load(struct dc_config *c, const char *path, char *err, size_t errlen)
 {
-	_cleanup_free_ char *text = NULL;
+	_cleanup_free_ char *raw = NULL, *text = NULL;
 	config_t cf;
 	int r;
 
-	r = read_text(path, NULL, 0, &text, err, errlen);
+	r = read_text(path, NULL, 0, &raw, err, errlen);
 	if (r < 0)
 		return r;
+	text = resolve_includes(raw, path);
+	if (!text)
+		return fail(err, errlen, "%s: out of memory", path) ? -ENOMEM : -ENOMEM;
 	r = check_text(text, path, 0, err, errlen);
 	if (r < 0)
 		return r;
 	config_init(&cf);
-	r = load(c, &cf, config_read_string(&cf, text), path, err, errlen);
+	r = load(c, &cf, config_read_string(&cf, text), path, text, err, errlen);
 	config_destroy(&cf);
 	return r;
 }
@@ -950,7 +1052,7 @@ int config_load_string(struct dc_config *c, const char *text, char *err, size_t 
 	if (r < 0)
 		return r;
 	config_init(&cf);
-	r = load(c, &cf, config_read_string(&cf, text), "<string>", err, errlen);
+	r = load(c, &cf, config_read_string(&cf, text), "<string>", text, err, errlen);
 	config_destroy(&cf);
 	return r;
 }

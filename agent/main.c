@@ -67,6 +67,7 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
 {
 	const char *path = a->config;
 	char err[1024];
+	struct stat st;
 	int r;
 
 	config_defaults(cfg);
@@ -93,6 +94,16 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
 	if (!cfg->output[0] && !cfg->kafka_brokers[0])
 		return log_error("Invalid configuration: output.path is empty and kafka.brokers "
 				 "is not set: the records would go nowhere"),
+		       -EINVAL;
+	if (cfg->output[0] && strcmp(cfg->output, "-") && stat(cfg->output, &st) == 0 &&
+	    S_ISDIR(st.st_mode))
+		return log_error("Invalid configuration: output.path %s is a directory: it names "
+				 "the records file",
+				 cfg->output),
+		       -EINVAL;
+	if (cfg->kafka_brokers[0] && stat(cfg->spool_dir, &st) == 0 && !S_ISDIR(st.st_mode))
+		return log_error("Invalid configuration: spool.dir %s is not a directory",
+				 cfg->spool_dir),
 		       -EINVAL;
 	if (cfg->kafka_brokers[0] &&
 	    (r = sink_kafka_check(cfg->kafka_brokers, cfg->kafka_properties, cfg->kafka_secrets_at,

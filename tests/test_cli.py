@@ -140,6 +140,36 @@ c.check(pr.returncode == 2 and "L suffix" in pr.stderr,
 pr = subprocess.run([agent, "--check-config=/dev/stdin"], input="interval = 0.5;\n",
                     capture_output=True, text=True, timeout=30)
 c.check(pr.returncode == 0, "a good configuration from a pipe is read (%r)" % pr.stderr)
+# settings valid alone that do not go together: --check-config says what
+# the start would, exit 2 (a bad-input audit: checked valid, then refused
+# at start, some with exit 1)
+check_conf("traces = { sampling = { slice_ms = 5000.0; period_s = 1.0; }; };\n", 2,
+           ["traces.sampling.slice_ms (5000)", "period_s (1)", "go together"],
+           "a trace slice longer than its period refused at check")
+check_conf('kafka = { brokers = "127.0.0.1:9"; };\nspool = { dir = ""; };\n', 2,
+           ["spool.dir is empty while kafka.brokers is set"], "an empty spool.dir with brokers refused")
+check_conf('probes = { vfs = { categories = ",,"; }; };\n', 2,
+           ["probes.vfs.categories names no category"], "a VFS layer with no category refused")
+check_conf('output = { path = "%s"; };\n' % tmp, 2, ["output.path %s is a directory" % tmp],
+           "output.path naming a directory refused at check")
+check_conf('kafka = { brokers = "127.0.0.1:9"; };\nspool = { dir = "/etc/passwd"; };\n', 2,
+           ["spool.dir /etc/passwd is not a directory"], "a spool.dir that is a file refused at check")
+# a name written as --help-config lists it: libconfig's bare "syntax error",
+# with the hint that dots are groups
+check_conf("maps.max_keys = 100;\n", 2, ["{path}:1: syntax error", "a dotted name is a path of groups"],
+           "a dotted setting name: the hint")
+# @include "x.conf" is the file beside the including one, wherever the agent
+# starts (systemd starts it in /)
+incdir = os.path.join(tmp, "incdir")
+os.makedirs(os.path.join(incdir, "sub"))
+with open(os.path.join(incdir, "sub", "part.conf"), "w") as f:
+    f.write("maps = { max_keys = 4096; };\n")
+with open(os.path.join(incdir, "main.conf"), "w") as f:
+    f.write('interval = 0.5;\n@include "sub/part.conf"\n')
+p = subprocess.run([os.path.abspath(agent), "--check-config=" + os.path.join(incdir, "main.conf")],
+                   cwd="/",
+                   capture_output=True, text=True, timeout=30)
+c.check(p.returncode == 0, "a relative @include is read beside its file, from / too (%r)" % p.stderr)
 check_conf("maps = 5;\n", 2, ["'maps' is a group of settings"],
            "a group given a value: said so, not called unknown")
 check_conf("maps = { max_keys = 99999999999999999999999L; };\n", 2,
