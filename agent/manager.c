@@ -230,14 +230,18 @@ static void device_name(uint32_t dev, char *out, size_t len)
 	fclose(f);
 }
 
-/* A family's drain failed: its counts stay in the kernel map (the flip did
- * not happen, or the map keeps what was not read) and go out with the next
- * window, so this is a warning, not a loss. */
+/* A family's drain failed: its counts stay in the kernel map that was not
+ * read and go out with a later window, summed with its counts: the next
+ * one's, or for a map chosen by a clock's parity (agent/winmap.h) and the
+ * slot maps' halves the one after, when the programs are back on that map.
+ * Not a loss, unless a drain stops part way: a batch delete has taken the
+ * keys it read, which are then not published (an allocation failure). */
 static void drain_failed(int r, const char *family, uint64_t seq)
 {
 	if (r < 0)
 		log_warning_errno(r,
-				  "Window %llu: cannot drain the %s maps: %m; retrying next window",
+				  "Window %llu: cannot drain the %s maps: %m; their counts go out "
+				  "with a later window",
 				  (unsigned long long)seq, family);
 }
 
@@ -517,10 +521,11 @@ static size_t layer_only_procs(struct manager *m, const struct dc_drain_result *
 }
 
 /*
- * Closing a window flips every family's map, and each flip waits for an RCU
- * grace period (several ms): one after the other they took most of a 100 ms
- * window. The flips are independent, so they run in parallel threads and
- * the waits overlap; the main thread only waits for them all. Starting the
+ * Closing a window flips every family's map on the main thread
+ * (flip_layers), then each family waits for an RCU grace period (several
+ * ms) before it drains: one after the other the waits took most of a 100 ms
+ * window. They are independent, so they run in parallel threads and
+ * overlap; the main thread only waits for them all. Starting the
  * families is alike (families_start). The threads are kept from window to
  * window (jobpool.h): the most families run side by side, one thread each.
  */
@@ -942,7 +947,9 @@ static void budget_owe(struct manager *m, size_t i);
 static void probes_report(struct manager *m);
 
 /*
- * Every layer's window ends here, one store after another on this thread,
+ * Every layer's keyed counts end their window here, one store after
+ * another on this thread (the overflow totals and loss counters are read
+ * on the drain threads, docs/design.md),
  * before the drains' threads start: a call is in the same window in every
  * layer that saw it (one exit program run writes the file layer's keys,
  * then the system-call layer's; a buffered write's pages are dirtied

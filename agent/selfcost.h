@@ -21,7 +21,7 @@ struct selfcost;
 struct selfcost_layer {
 	const char *name;
 	struct bpf_object *obj; /* NULL: the layer is off */
-	uint64_t user_ns;	/* agent thread CPU that flipped and drained it */
+	uint64_t user_ns;	/* agent thread CPU that drained it */
 };
 
 /* map_scan_sec: how often hash maps are walked to count their entries

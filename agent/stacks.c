@@ -232,6 +232,7 @@ void stacks_disable(struct syscall_bpf *skel)
 	bpf_map__set_autocreate(skel->maps.stk_2, false);
 	bpf_map__set_autocreate(skel->maps.stk_3, false);
 	bpf_map__set_autocreate(skel->maps.stk_gen, false);
+	bpf_map__set_autocreate(skel->maps.stk_gen_clock, false);
 	bpf_map__set_autocreate(skel->maps.stk_overflow, false);
 	bpf_map__set_autocreate(skel->maps.stk_counters, false);
 	bpf_map__set_autocreate(skel->maps.stk_percpu, false);

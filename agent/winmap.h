@@ -14,8 +14,8 @@
  * two slots of a BPF_MAP_TYPE_ARRAY_OF_MAPS, the one the parity of a clock
  * (an array the agent maps) names (bpf/common.bpf.h, DC_WINDOW_MAP). The
  * agent owns both inner maps. A window closes when the clock is raised:
- * one store, so the close raises every family's clock and the slot maps'
- * seq from one thread, and every layer's window ends at the same moment
+ * one store, so the close raises the clocks and the slot maps' seq from
+ * one thread, and the layers' windows end at the same moment
  * (flipped by each family's own map-of-maps update on the drain threads,
  * the layers ended up to 8 ms apart on a busy node). An update of the
  * closed slot with the map it holds then waits for an RCU grace period

@@ -66,8 +66,10 @@ static __always_inline __u64 dc_ring_wakeup(void *ring)
  * A family's per-window aggregation map: two slots of a map-of-maps, whose
  * inner maps the agent types (per-CPU or shared hash) and sizes, and a
  * clock whose parity says which slot the window being filled writes. The
- * agent raises every family's clock (and the slot maps' seq) from one
- * thread, one store each, so every layer's window ends at the same moment;
+ * agent raises the clocks of the block, page-cache, io_uring, VFS and
+ * library families (and the slot maps' seq) from one thread, one store
+ * each, so those layers' windows end at the same moment (the stack
+ * profile's turns on its own thread, with its stack generations);
  * it then waits out running programs (a grace period) and drains the other
  * slot (agent/winmap.h). Key and value by size, not __type(): clang emits
  * only a forward declaration for a struct named solely in a map-in-map

@@ -861,21 +861,25 @@ def scenario_layers_aligned(agent_bin, wl_bin):
     tmp = tempfile.mkdtemp(prefix="dc-align-", dir="/var/tmp")  # a disk file system: page-cache tracepoints
     a = Agent(agent_bin, "interval = 0.1;\ntraces = { enable = false; };\n")
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
-    pid = os.fork()
-    if pid == 0:
-        fd = os.open(os.path.join(tmp, "append.bin"), os.O_CREAT | os.O_WRONLY, 0o600)
-        page = b"z" * 4096
-        end = time.monotonic() + 3.0
-        while time.monotonic() < end:
-            for _ in range(1024):  # 4 MiB, then from the start: new pages again
-                os.write(fd, page)
-            os.ftruncate(fd, 0)
-            os.lseek(fd, 0, os.SEEK_SET)
-        os._exit(0)
-    os.waitpid(pid, 0)
-    for h in hogs:
-        h.kill()
-        h.wait()
+    try:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                fd = os.open(os.path.join(tmp, "append.bin"), os.O_CREAT | os.O_WRONLY, 0o600)
+                page = b"z" * 4096
+                end = time.monotonic() + 3.0
+                while time.monotonic() < end:
+                    for _ in range(1024):  # 4 MiB, then from the start: new pages again
+                        os.write(fd, page)
+                    os.ftruncate(fd, 0)
+                    os.lseek(fd, 0, os.SEEK_SET)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
     c.eq(a.stop(), 0, "agent exits 0")
     recs = a.records()
     mine = sorted((r for r in recs if r["type"] == "features" and r["pid"] == pid),
