@@ -410,7 +410,10 @@ static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uin
 	struct dc_file_sum access = {};
 	const struct dc_pc_entry *pce = m->pc ? pc_find(pres, tgid, cgroup_id) : NULL;
 
-	if (probe_syscall_proc(m->sys, tgid, &proc) < 0)
+	if (!tgid)
+		/* the kernel's work for cgroup_id (writeback): no process */
+		proc = (struct dc_proc_info){.comm = "[kernel]"};
+	else if (probe_syscall_proc(m->sys, tgid, &proc) < 0)
 		proc_from_procfs(tgid, &proc);
 	id.uid_known = proc.known;
 	id.uid = proc.uid;
@@ -476,13 +479,18 @@ static int proc_key_cmp(const void *a, const void *b)
 static void only_add(struct manager *m, const struct dc_drain_result *res, size_t *n, uint32_t tgid,
 		     uint64_t cgroup_id)
 {
-	if (tgid && !featvec_has(res->entries, res->n, tgid, cgroup_id))
+	/* tgid 0 with a cgroup: kernel threads' block requests for a cgroup
+	 * (writeback of its pages, the bio's cgroup); without one they are
+	 * no one's */
+	if ((tgid || cgroup_id) && !featvec_has(res->entries, res->n, tgid, cgroup_id))
 		m->only[(*n)++] = (struct proc_key){.tgid = tgid, .cgroup_id = cgroup_id};
 }
 
 /* The (tgid, cgroup) pairs with block, page-cache, function or io_uring
  * activity but no syscall entry, sorted and unique, in m->only. Kernel
- * threads (tgid 0) are left to the device and agent records. */
+ * threads (tgid 0) are published as pid 0 of the cgroup they worked for
+ * (the block layer's writeback, by the bio's cgroup); what they did for no
+ * cgroup is left to the device and agent records. */
 static size_t layer_only_procs(struct manager *m, const struct dc_drain_result *res,
 			       const struct dc_blk_drain *bres, const struct dc_pc_drain *pres,
 			       const struct dc_fn_drain *ures, const struct dc_fn_drain *vres)

@@ -11,6 +11,15 @@
  * null_blk's device, and their queue time (from the kernel's start stamp,
  * rq->start_time_ns) plus device time must be more than 0 and fit in the
  * time the child spent in its reads, made one at a time.
+ *
+ * block_vm_writeback(): the kernel's writeback charged to the cgroup whose
+ * process dirtied the pages. With cgroup2 alone mounted (memory and io on
+ * it: cgroup writeback) a child in a cgroup of its own writes N blocks to
+ * null_blk's device through the page cache and exits without syncing; the
+ * flusher (a kernel thread) writes them back, and the windows must hold N
+ * blocks' bytes of write requests by tgid 0 under that cgroup's id, which
+ * the agent publishes as pid 0 of the cgroup. This host's hybrid cgroups
+ * (io on v1) cannot show it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -154,6 +163,105 @@ int block_vm_run(const char *mech)
 	       N * BS, (unsigned long long)qns, (unsigned long long)dns,
 	       (unsigned long long)*read_ns, (unsigned long long)other, status,
 	       r < 0 ? strerror(-r) : "ok", probe_block_mechanism(p), probe_block_detail(p));
+	probe_block_free(p);
+	return !ok;
+}
+
+#define WB_CG "/sys/fs/cgroup/dcwb"
+
+/* the child's whole life: into its cgroup, N buffered writes, no sync */
+static int dirty_blocks(void)
+{
+	char buf[BS], pid[32];
+	int fd = open(WB_CG "/cgroup.procs", O_WRONLY), n;
+
+	n = snprintf(pid, sizeof(pid), "%d", getpid());
+	if (fd < 0 || write(fd, pid, (size_t)n) != n || close(fd))
+		return 2;
+	memset(buf, 'w', sizeof(buf));
+	fd = open("/dev/nullb0", O_WRONLY);
+	if (fd < 0)
+		return 1;
+	for (int i = 0; i < N; i++)
+		if (pwrite(fd, buf, BS, (off_t)i * BS) != BS)
+			return 1;
+	return close(fd) != 0;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY), r;
+
+	if (fd < 0)
+		return -errno;
+	r = write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : -errno;
+	close(fd);
+	return r;
+}
+
+int block_vm_writeback(const char *mech)
+{
+	static struct dc_config cfg;
+	char name[64];
+	struct probe_block *p = NULL;
+	struct dc_blk_drain d = {};
+	uint64_t kbytes = 0, cg_id, own = 0;
+	struct stat st, dev;
+	int r, status = -1, ok, hold;
+	pid_t pid;
+
+	snprintf(name, sizeof(name), "block-writeback/%s", mech);
+	mkdir("/sys/fs/cgroup", 0755);
+	if (mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, NULL) && errno != EBUSY) {
+		printf("VMTEST %s FAIL mount cgroup2: %m\n", name);
+		return 1;
+	}
+	r = write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory +io");
+	if (!r && mkdir(WB_CG, 0755) && errno != EEXIST)
+		r = -errno;
+	if (r < 0 || stat(WB_CG, &st) || stat("/dev/nullb0", &dev)) {
+		printf("VMTEST %s FAIL cgroup %s with memory and io, or /dev/nullb0: %s\n", name,
+		       WB_CG, strerror(r < 0 ? -r : errno));
+		return 1;
+	}
+	/* a cgroup2 id is its directory's inode number */
+	cg_id = st.st_ino;
+	/* the flusher, not the child's exit, writes the pages back, soon */
+	write_file("/proc/sys/vm/dirty_expire_centisecs", "1");
+	write_file("/proc/sys/vm/dirty_writeback_centisecs", "10");
+	config_defaults(&cfg);
+	snprintf(cfg.block_mechanism, sizeof(cfg.block_mechanism), "%s", mech);
+	r = probe_block_new(&cfg, NULL, &p);
+	if (r < 0) {
+		printf("VMTEST %s FAIL attach: %s\n", name, strerror(-r));
+		return 1;
+	}
+	/* held open here: the last close of a block device writes its dirty
+	 * pages back, in the closing process (the child's, it was) */
+	hold = open("/dev/nullb0", O_RDONLY);
+	r = probe_block_flip_and_drain(p, &d);
+	pid = r < 0 ? -1 : vm_child(dirty_blocks, &status);
+	/* windows of 0.2 s until the flusher has written them (3 s at most) */
+	for (int w = 0; r >= 0 && pid > 0 && w < 15 && kbytes < (uint64_t)N * BS; w++) {
+		usleep(200000);
+		r = probe_block_flip_and_drain(p, &d);
+		for (size_t i = 0; r >= 0 && i < d.n; i++) {
+			if (d.entries[i].op != DC_BLK_WRITE ||
+			    d.entries[i].dev != (major(dev.st_rdev) << 20 | minor(dev.st_rdev)))
+				continue;
+			if (d.entries[i].tgid == 0 && d.entries[i].cgroup_id == cg_id)
+				kbytes += d.entries[i].v.bytes;
+			else if (d.entries[i].tgid == (uint32_t)pid)
+				own += d.entries[i].v.bytes;
+		}
+	}
+	ok = r >= 0 && pid > 0 && status == 0 && kbytes == (uint64_t)N * BS && !own;
+	printf("VMTEST %s %s kernel threads' write bytes under the child's cgroup %llu (want %d), "
+	       "the child's own %llu (want 0), child status %d, drain %s\n",
+	       name, ok ? "PASS" : "FAIL", (unsigned long long)kbytes, N * BS,
+	       (unsigned long long)own, status, r < 0 ? strerror(-r) : "ok");
+	if (hold >= 0)
+		close(hold);
 	probe_block_free(p);
 	return !ok;
 }

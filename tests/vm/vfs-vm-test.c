@@ -505,6 +505,7 @@ int main(void)
 	failed |= pagecache_vm_run("tracepoint");
 	failed |= block_vm_run("tp_btf");
 	failed |= block_vm_run("raw_tp");
+	failed |= block_vm_writeback("tp_btf");
 	/* after the block cases, which load null_blk */
 	failed |= irq_run("fentry", false);
 	failed |= irq_run("kprobe", false);

@@ -85,5 +85,6 @@ int pagecache_vm_run(const char *mech);
  * in /modules): a child's direct reads counted exactly, as requests of its
  * own on that device. */
 int block_vm_run(const char *mech);
+int block_vm_writeback(const char *mech);
 
 #endif
