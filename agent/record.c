@@ -447,6 +447,11 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 							 : 0) *
 		    lay->page_size;
 
+		/* the reads a page cache can serve: of files, where the file
+		 * layer tells them apart (pipes and sockets are no hits) */
+		uint64_t rd = lay->files_on ? (lay->access ? lay->access->read_bytes : 0)
+					    : f.read_bytes;
+
 		if (blk && blk[DC_BLK_READ].bytes > added)
 			added = blk[DC_BLK_READ].bytes;
 
@@ -455,9 +460,9 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 		pc_fields(&j, pc, lay->page_size);
 		/* estimates: the bytes read that did not have to be brought in */
 		json_key(&j, "read_hit_bytes_est");
-		json_u64(&j, f.read_bytes > added ? f.read_bytes - added : 0);
+		json_u64(&j, rd > added ? rd - added : 0);
 		json_key(&j, "read_miss_bytes_est");
-		json_u64(&j, f.read_bytes < added ? f.read_bytes : added);
+		json_u64(&j, rd < added ? rd : added);
 		json_obj_end(&j);
 	}
 
