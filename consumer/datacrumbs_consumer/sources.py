@@ -13,11 +13,13 @@ import glob
 import gzip
 import io
 import json
+import logging
 import os
+import zlib
 
 import zstandard
 
-from .records import parse_line
+from .records import RecordError, parse_line
 
 DEFAULT_PATH = "/var/lib/datacrumbs/records.jsonl"
 BLOCKSIZE = 64 << 20  # bytes of a plain file per partition
@@ -46,14 +48,34 @@ def is_compressed(path):
     return path.endswith((".gz", ".zst"))
 
 
-def open_text(path):
+def decompress_file(path):
+    """A .gz or .zst file's whole content; an error naming the file (and for
+    zstd the byte) where it is not whole: a stream reader returned what it
+    could of a truncated or foreign file and said nothing (0 rows)."""
+    with open(path, "rb") as f:
+        raw = f.read()
     if path.endswith(".gz"):
-        return gzip.open(path, "rb")
-    if path.endswith(".zst"):
-        f = open(path, "rb")
-        return io.BufferedReader(
-            zstandard.ZstdDecompressor().stream_reader(f, read_across_frames=True,
-                                                       closefd=True))
+        try:
+            return gzip.decompress(raw)
+        except (EOFError, OSError, zlib.error) as e:
+            raise RecordError("%s: not a whole gzip file: %s" % (path, e)) from None
+    out, pos = [], 0
+    while pos < len(raw):
+        d = zstandard.ZstdDecompressor().decompressobj()
+        try:
+            out.append(d.decompress(raw[pos:]))
+        except zstandard.ZstdError as e:
+            raise RecordError("%s, byte %d: not zstd data: %s" % (path, pos, e)) from None
+        if not d.eof:
+            raise RecordError("%s, byte %d: a zstd frame cut short (the file is truncated)"
+                              % (path, pos))
+        pos = len(raw) - len(d.unused_data)
+    return b"".join(out)
+
+
+def open_text(path):
+    if is_compressed(path):
+        return io.BytesIO(decompress_file(path))
     return open(path, "rb")
 
 
@@ -124,7 +146,11 @@ def read_file_partition(part):
             if not line:
                 break
             if not line.endswith(b"\n"):
-                break  # a line being written right now: the next reading gets it whole
+                # a line being written right now (the next reading gets it
+                # whole), or one cut short: said, not taken silently
+                logging.warning("%s, byte %d: a last line without its newline (%d bytes) left "
+                                "out: a record being written, or cut short", path, pos, len(line))
+                break
             k = window_key(line)
             if skipping and k == prev:
                 pos += len(line)

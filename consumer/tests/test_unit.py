@@ -465,5 +465,74 @@ class Follow(unittest.TestCase):
         self.assertEqual({r["workload"] for r in rows}, {"unit:a.service", "pid:200"})
 
 
+class DamagedInput(unittest.TestCase):
+    """A damaged file is an error naming it (a bad-input audit: a truncated
+    .zst read as 0 rows, a truncated .gz raised a bare EOFError, a cut last
+    line went without a word)."""
+
+    def setUp(self):
+        self.d = tempfile.mkdtemp()
+        with open(os.path.join(FIX, "records.jsonl"), "rb") as f:
+            self.text = f.read()
+
+    def tearDown(self):
+        shutil.rmtree(self.d)
+
+    def put(self, name, data):
+        path = os.path.join(self.d, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def read(self, path):
+        return [ln for p in S.file_partitions([path]) for ln, _ in S.read_file_partition(p)]
+
+    def test_truncated_zstd(self):
+        z = zstandard.ZstdCompressor().compress(self.text)
+        path = self.put("cut.jsonl.zst", z[:len(z) // 2])
+        with self.assertRaisesRegex(R.RecordError, "cut.jsonl.zst, byte 0: a zstd frame cut short"):
+            self.read(path)
+
+    def test_second_frame_truncated(self):
+        z = zstandard.ZstdCompressor().compress(self.text)
+        path = self.put("two.jsonl.zst", z + z[:10])
+        with self.assertRaisesRegex(R.RecordError, "two.jsonl.zst, byte %d: " % len(z)):
+            self.read(path)
+
+    def test_not_zstd(self):
+        path = self.put("fake.jsonl.zst", self.text)
+        with self.assertRaisesRegex(R.RecordError, "fake.jsonl.zst, byte 0: not zstd data"):
+            self.read(path)
+
+    def test_truncated_gzip(self):
+        import gzip
+        g = gzip.compress(self.text)
+        path = self.put("cut.jsonl.gz", g[:len(g) - 20])
+        with self.assertRaisesRegex(R.RecordError, "cut.jsonl.gz: not a whole gzip file"):
+            self.read(path)
+
+    def test_whole_compressed_files_read(self):
+        import gzip
+        z = zstandard.ZstdCompressor()
+        path = self.put("two.jsonl.zst", z.compress(self.text) + z.compress(self.text))
+        self.assertEqual(len(self.read(path)), 2 * self.text.count(b"\n"))
+        path = self.put("r.jsonl.gz", gzip.compress(self.text))
+        self.assertEqual(len(self.read(path)), self.text.count(b"\n"))
+
+    def test_cut_last_line_said(self):
+        path = self.put("tail.jsonl", self.text + b'{"schema":1,"type":"feat')
+        with self.assertLogs(level="WARNING") as log:
+            lines = self.read(path)
+        self.assertEqual(len(lines), self.text.count(b"\n"))
+        self.assertIn("tail.jsonl, byte %d: a last line without its newline" % len(self.text),
+                      "\n".join(log.output))
+
+    def test_truncated_trace_file(self):
+        z = zstandard.ZstdCompressor().compress(b'{"ph":"X","name":"w","ts":1,"dur":1}\n' * 50)
+        path = self.put("t.pfw.zst", z[:len(z) - 3])
+        with self.assertRaisesRegex(R.RecordError, "t.pfw.zst, byte 0: a zstd frame cut short"):
+            list(T.iter_trace_lines(path))
+
+
 if __name__ == "__main__":
     unittest.main()
