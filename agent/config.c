@@ -330,14 +330,31 @@ static int choice_ok(const char *choices, const char *v)
 	return 0;
 }
 
+/* v as the shortest decimal that reads back as v: a range printed rounded
+ * (1.04858e+06) hides the bound an operator just crossed, and %.17g shows
+ * 0.05 as 0.050000000000000003 */
+struct num {
+	char s[32];
+};
+
+static struct num num(double v)
+{
+	struct num n;
+
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(n.s, sizeof(n.s), "%.*g", prec, v);
+		if (strtod(n.s, NULL) == v)
+			break;
+	}
+	return n;
+}
+
 static int set_number(struct dc_config *c, const struct dc_cfg_item *it, double v, char *err,
 		      size_t errlen)
 {
-	/* %.17g: a range printed rounded (1.04858e+06) hides the bound an
-	 * operator just crossed */
 	if (!isfinite(v) || v < it->min || v > it->max)
-		return fail(err, errlen, "%s: %.17g is out of range [%.17g, %.17g]", it->path, v,
-			    it->min, it->max);
+		return fail(err, errlen, "%s: %s is out of range [%s, %s]", it->path, num(v).s,
+			    num(it->min).s, num(it->max).s);
 	if (it->type == CFG_INT) {
 		if (v != floor(v))
 			return fail(err, errlen, "%s: %g is not a whole number", it->path, v);
@@ -679,9 +696,8 @@ static int apply_setting(struct dc_config *c, config_setting_t *s, const char *f
 			/* the integer as written: as a double, a large one reads
 			 * rounded (-9.2233720368547758e+18) */
 			if ((double)iv < it->min || (double)iv > it->max)
-				r = fail(msg, sizeof(msg),
-					 "%s: %lld is out of range [%.17g, %.17g]", path, iv,
-					 it->min, it->max);
+				r = fail(msg, sizeof(msg), "%s: %lld is out of range [%s, %s]",
+					 path, iv, num(it->min).s, num(it->max).s);
 			else
 				r = set_number(c, it, (double)iv, msg, sizeof(msg));
 		} else if (type == CONFIG_TYPE_FLOAT && it->type == CFG_FLOAT)
@@ -1089,7 +1105,7 @@ void config_print_help(FILE *f)
 			it->type == CFG_STRING ? "\"" : "", it->def,
 			it->type == CFG_STRING ? "\"" : "");
 		if (it->type == CFG_FLOAT || it->type == CFG_INT)
-			fprintf(f, ", %.17g to %.17g", it->min, it->max);
+			fprintf(f, ", %s to %s", num(it->min).s, num(it->max).s);
 		if (it->choices)
 			fprintf(f, ", one of %s", it->choices);
 		fprintf(f, ")\n    %s\n", it->help);

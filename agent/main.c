@@ -80,9 +80,9 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
 		warn_secrets(path, cfg);
 	}
 	if (a->interval && (r = config_set(cfg, "interval", a->interval, err, sizeof(err))) < 0)
-		return log_error("--interval: %s", err), r;
+		return log_error("%s (given by --interval)", err), r;
 	if (a->output && (r = config_set(cfg, "output.path", a->output, err, sizeof(err))) < 0)
-		return log_error("--output: %s", err), r;
+		return log_error("%s (given by --output)", err), r;
 	/* last: its lines apply after kafka.properties, and a reload reads it again */
 	cfg->kafka_secrets_at = strnlen(cfg->kafka_properties, sizeof(cfg->kafka_properties));
 	if (cfg->kafka_secrets[0] &&

@@ -1500,7 +1500,8 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		if (r < 0) {
 			/* all of the running configuration back, not a mix: the
 			 * filter, the host, the log level, the outputs, the probes */
-			log_error("Reload: %s", m->reload_error);
+			/* "Configuration reload failed ...": the STATUS= words */
+			log_error("Configuration %s", m->reload_error);
 			if (old_filter) {
 				filter_free(m->filter);
 				m->filter = TAKE_PTR(old_filter);
@@ -1615,10 +1616,23 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		m->budget_owed &= budget_missing(m);
 		probes_report(m);
 	}
-	log_info("Reloaded the configuration: %s%s%s%s%s%s",
-		 ch & FAM_ALL ? "probes reattached " : "", ch & CH_SINKS ? "outputs reopened " : "",
-		 ch & CH_INTERVAL ? "interval " : "", ch & CH_TRACE_POLICY ? "trace sampling " : "",
-		 ch & CH_BUDGET ? "budget " : "", ch & CH_LOG ? "log level" : "");
+	{
+		/* what changed, comma-separated */
+		const char *what[] = {ch & FAM_ALL ? "probes reattached" : NULL,
+				      ch & CH_SINKS ? "outputs reopened" : NULL,
+				      ch & CH_INTERVAL ? "interval" : NULL,
+				      ch & CH_TRACE_POLICY ? "trace sampling" : NULL,
+				      ch & CH_BUDGET ? "budget" : NULL,
+				      ch & CH_LOG ? "log level" : NULL};
+		char list[160] = "";
+		size_t o = 0;
+
+		for (size_t i = 0; i < ELEMENTSOF(what); i++)
+			if (what[i] && o < sizeof(list))
+				o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s",
+						      o ? ", " : "", what[i]);
+		log_info("Reloaded the configuration: %s", list);
+	}
 done:
 	/* every SIGHUP opens the output file again, reopened sinks or not:
 	 * logrotate's postrotate (packaging/datacrumbs.logrotate) moves it */

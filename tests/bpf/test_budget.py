@@ -416,7 +416,7 @@ def scenario_libs_gone(agent_bin, load_bin):
         c.check(back, "the libraries attached again once the file was back")
         c.eq(a.stop(), 0, "agent exits 0")
         log = a.log()
-        c.check("Reload: reload failed to attach the new probes" in log,
+        c.check("Configuration reload failed to attach the new probes" in log,
                 "logged: the reload failed and went back")
         c.check("The library probes came back" in log, "logged: the libraries came back")
         c.eq(log.count("The library probes did not start again"), 1,
