@@ -449,8 +449,8 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 
 		/* the reads a page cache can serve: of files, where the file
 		 * layer tells them apart (pipes and sockets are no hits) */
-		uint64_t rd = lay->files_on ? (lay->access ? lay->access->read_bytes : 0)
-					    : f.read_bytes;
+		uint64_t rd =
+		    lay->files_on ? (lay->access ? lay->access->read_bytes : 0) : f.read_bytes;
 
 		if (blk && blk[DC_BLK_READ].bytes > added)
 			added = blk[DC_BLK_READ].bytes;
