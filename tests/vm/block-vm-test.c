@@ -82,9 +82,25 @@ static int read_blocks(void)
 	return close(fd) != 0;
 }
 
-int block_vm_run(const char *mech)
+/* the family on mechanism mech, or NULL (said) */
+static struct probe_block *attach(const char *name, const char *mech)
 {
 	static struct dc_config cfg;
+	struct probe_block *p = NULL;
+	int r;
+
+	config_defaults(&cfg);
+	snprintf(cfg.block_mechanism, sizeof(cfg.block_mechanism), "%s", mech);
+	r = probe_block_new(&cfg, NULL, &p);
+	if (r < 0) {
+		printf("VMTEST %s FAIL attach: %s\n", name, strerror(-r));
+		return NULL;
+	}
+	return p;
+}
+
+int block_vm_run(const char *mech)
+{
 	char name[64];
 	struct probe_block *p = NULL;
 	struct dc_blk_drain d = {};
@@ -119,13 +135,9 @@ int block_vm_run(const char *mech)
 		printf("VMTEST %s FAIL no /dev/nullb0 after loading null_blk: %m\n", name);
 		return 1;
 	}
-	config_defaults(&cfg);
-	snprintf(cfg.block_mechanism, sizeof(cfg.block_mechanism), "%s", mech);
-	r = probe_block_new(&cfg, NULL, &p);
-	if (r < 0) {
-		printf("VMTEST %s FAIL attach: %s\n", name, strerror(-r));
+	p = attach(name, mech);
+	if (!p)
 		return 1;
-	}
 	r = probe_block_flip_and_drain(p, &d);
 	if (r < 0) {
 		printf("VMTEST %s FAIL first drain: %s\n", name, strerror(-r));
@@ -201,7 +213,6 @@ static int write_file(const char *path, const char *text)
 
 int block_vm_writeback(const char *mech)
 {
-	static struct dc_config cfg;
 	char name[64];
 	struct probe_block *p = NULL;
 	struct dc_blk_drain d = {};
@@ -229,13 +240,9 @@ int block_vm_writeback(const char *mech)
 	/* the flusher, not the child's exit, writes the pages back, soon */
 	write_file("/proc/sys/vm/dirty_expire_centisecs", "1");
 	write_file("/proc/sys/vm/dirty_writeback_centisecs", "10");
-	config_defaults(&cfg);
-	snprintf(cfg.block_mechanism, sizeof(cfg.block_mechanism), "%s", mech);
-	r = probe_block_new(&cfg, NULL, &p);
-	if (r < 0) {
-		printf("VMTEST %s FAIL attach: %s\n", name, strerror(-r));
+	p = attach(name, mech);
+	if (!p)
 		return 1;
-	}
 	/* held open here: the last close of a block device writes its dirty
 	 * pages back, in the closing process (the child's, it was) */
 	hold = open("/dev/nullb0", O_RDONLY);
