@@ -24,7 +24,8 @@ struct sink_file {
 	struct dc_buf buf; /* records not yet committed */
 	uint64_t buf_records;
 	int last_err;
-	bool removed; /* its file removed, and not made again yet */
+	bool removed;	  /* its file removed, and not made again yet */
+	bool unlinked_ok; /* the path itself names a removed file: not made again */
 };
 
 static int file_write(struct dc_sink *s, enum dc_rec_type type, const struct dc_window *w,
@@ -66,14 +67,26 @@ static int open_output(const char *path);
  */
 static int file_check_removed(struct sink_file *f)
 {
-	struct stat st;
+	struct stat st, now;
 	int fd;
 
-	if (!f->owned || fstat(f->fd, &st) < 0 || st.st_nlink > 0)
+	if (!f->owned || f->unlinked_ok)
+		return 0;
+	/* ESTALE: removed by another NFS client (removed here, NFS renames
+	 * it .nfsXXXX and keeps a link: not seen) */
+	if (fstat(f->fd, &st) < 0 ? errno != ESTALE : st.st_nlink > 0 || !S_ISREG(st.st_mode))
+		/* a FIFO removed keeps its reader: left alone */
 		return 0;
 	fd = mkdir_parents(f->path, false);
 	if (fd >= 0)
 		fd = open_output(f->path);
+	if (fd >= 0 && fstat(fd, &now) == 0 && now.st_nlink == 0) {
+		/* the path names the removed file itself (/dev/stdout, an fd
+		 * of /proc): it is what the operator gave, written on */
+		close(fd);
+		f->unlinked_ok = true;
+		return 0;
+	}
 	if (fd < 0) {
 		if (!f->removed)
 			log_error_errno(fd,
@@ -81,6 +94,7 @@ static int file_check_removed(struct sink_file *f)
 					"cannot be made again: %m; keeping its records for retry",
 					f->path);
 		f->removed = true;
+		f->last_err = fd; /* said: the write's error is not said again */
 		return fd;
 	}
 	close(f->fd);
@@ -310,6 +324,8 @@ int sink_file_reopen(struct dc_sink *s)
 		return fd; /* the old file stays in use */
 	close(f->fd);
 	f->fd = fd;
+	f->removed = false;
+	f->unlinked_ok = false;
 	file_repair(f);
 	return 0;
 }

@@ -1481,6 +1481,12 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 			*tail = g;
 			tail = &g->next;
 		}
+		if (spool_unwritable(k->spool))
+			log_warning(
+			    "Spool %s (spool.dir) cannot be written: %s; windows wait in "
+			    "memory and go to Kafka, but a stop during a broker outage loses "
+			    "those not delivered",
+			    p->spool_dir, strerror(spool_unwritable(k->spool)));
 		if (spool_skipped(k->spool))
 			log_warning("Spool %s: %zu entries named like segments are none (a "
 				    "directory, a sign, a number past %" PRIu64 "): left alone",

@@ -21,6 +21,7 @@ struct spool {
 	uint64_t next_seq;
 	size_t skipped;	    /* names like a segment's that are none */
 	unsigned recreated; /* the directory made again after it was removed */
+	int unwritable;	    /* errno of the write check at open, 0: writable */
 	struct spool_entry *existing;
 	size_t n_existing;
 };
@@ -65,14 +66,13 @@ int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 		goto fail;
 	}
 	/* a spool the agent cannot write (a read-only mount, another owner's
-	 * mode) is refused here, as one it cannot make is: accepted, every
-	 * window would wait in memory and be lost at stop. access() answers
-	 * EROFS for a read-only file system too. */
-	if (faccessat(s->dir_fd, ".", W_OK | X_OK, AT_EACCESS) < 0) {
-		r = -errno;
-		close(s->dir_fd);
-		goto fail;
-	}
+	 * mode): said at start by the sink (spool_unwritable), not refused,
+	 * as when it turns read-only later: windows wait in memory and still
+	 * go to Kafka, and a refusal would stop the file sink and the traces
+	 * too (and end the agent at a reload). access() answers EROFS for a
+	 * read-only file system too. */
+	if (faccessat(s->dir_fd, ".", W_OK | X_OK, AT_EACCESS) < 0)
+		s->unwritable = errno;
 	d = fdopendir(dup(s->dir_fd));
 	if (!d) {
 		r = -errno;
@@ -157,6 +157,11 @@ const struct spool_entry *spool_existing(const struct spool *s, size_t *n)
 {
 	*n = s->n_existing;
 	return s->existing;
+}
+
+int spool_unwritable(const struct spool *s)
+{
+	return s->unwritable;
 }
 
 size_t spool_skipped(const struct spool *s)

@@ -35,6 +35,8 @@ const struct spool_entry *spool_existing(const struct spool *s, size_t *n);
 /* Entries named like a segment that are none (a directory, a sign, a
  * number above SPOOL_SEQ_MAX), left alone at open. */
 size_t spool_skipped(const struct spool *s);
+/* errno of the check at open that the agent can write the directory, or 0 */
+int spool_unwritable(const struct spool *s);
 uint64_t spool_next_seq(struct spool *s);
 
 /* A directory removed while open is made again at its path by the next

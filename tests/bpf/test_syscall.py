@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -521,6 +522,24 @@ def scenario_output_removed(agent_bin, wl_bin):
     log = a.log()
     c.eq(log.count("The records file %s was removed while the agent ran: made again" % out), 1,
          "the log says it, once")
+    # a FIFO removed keeps its reader: written on, no file made in its place
+    fifo = os.path.join(tmp, "records.fifo")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    a = Agent(agent_bin, "interval = 0.2;\n", args=["--output", fifo])
+    time.sleep(0.5)
+    os.unlink(fifo)
+    removed_at = time.time()
+    time.sleep(1.0)
+    c.eq(a.stop(), 0, "agent on a FIFO exits 0")
+    reader.join(10)
+    later = [json.loads(ln) for ln in b"".join(got).splitlines()]
+    later = [r for r in later if r["type"] == "agent" and r["ts_start"] / 1e6 > removed_at]
+    c.check(not os.path.exists(fifo) and len(later) >= 3,
+            "a FIFO removed: its reader gets the later windows (%d), no file made at its path"
+            % len(later))
     shutil.rmtree(tmp, ignore_errors=True)
     c.done()
 
