@@ -100,7 +100,8 @@ struct manager {
 	/* supervision */
 	int (*reload_load)(void *ctx, struct dc_config *out);
 	void *reload_ctx;
-	char reload_error[160]; /* why the last reload did not take, for STATUS= */
+	char reload_error[160];	    /* why the last reload did not take, for STATUS= */
+	char self_cgroup[PATH_MAX]; /* the agent's cgroup2 path ("" unknown) */
 	sd_event_source *watchdog;
 	uint64_t watchdog_usec, last_close_usec, status_usec;
 	unsigned watchdog_warned;
@@ -476,13 +477,41 @@ static int proc_key_cmp(const void *a, const void *b)
 	return x->cgroup_id < y->cgroup_id ? -1 : x->cgroup_id > y->cgroup_id;
 }
 
+/* The agent's cgroup2 path, as cgroup_cache_path() gives paths ("" if
+ * unknown): the "0::" line of /proc/self/cgroup. */
+static void self_cgroup(char *out, size_t len)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[PATH_MAX + 8];
+
+	*out = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::", 3)) {
+			size_t n = strcspn(line + 3, "\n");
+
+			if (n < len) {
+				memcpy(out, line + 3, n);
+				out[n] = 0;
+			}
+			return;
+		}
+}
+
 static void only_add(struct manager *m, const struct dc_drain_result *res, size_t *n, uint32_t tgid,
 		     uint64_t cgroup_id)
 {
 	/* tgid 0 with a cgroup: kernel threads' block requests for a cgroup
-	 * (writeback of its pages, the bio's cgroup); without one they are
-	 * no one's */
-	if ((tgid || cgroup_id) && !featvec_has(res->entries, res->n, tgid, cgroup_id))
+	 * (writeback of its pages, the bio's cgroup); without one, or for the
+	 * root, they are no one's. The agent's own cgroup's are its records
+	 * file written back: published, they would feed back (exclude_self) */
+	if (!tgid) {
+		const char *path = cgroup_id ? cgroup_cache_path(m->cgroups, cgroup_id) : "";
+
+		if (!path[0] || !strcmp(path, "/") ||
+		    (m->cfg.exclude_self && !strcmp(path, m->self_cgroup)))
+			return;
+	}
+	if (!featvec_has(res->entries, res->n, tgid, cgroup_id))
 		m->only[(*n)++] = (struct proc_key){.tgid = tgid, .cgroup_id = cgroup_id};
 }
 
@@ -2413,6 +2442,7 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	if (r < 0)
 		return log_error_errno(r, "Cannot create the event loop: %m");
 
+	self_cgroup(m->self_cgroup, sizeof(m->self_cgroup));
 	r = cgroup_cache_new(NULL, &m->cgroups);
 	if (r < 0)
 		log_warning_errno(r, "Cannot open the cgroup2 hierarchy (%m): records will carry "

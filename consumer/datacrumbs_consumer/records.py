@@ -72,12 +72,19 @@ def workload_of(rec):
     generator's labels (labels.py) override this with their own workload ids.
     """
     job = rec.get("job") or {}
+    wl = None
     for k in ("slurm_job", "flux_job", "pod", "container", "unit"):
         if job.get(k):
-            return "%s:%s" % (k, job[k])
-    if rec.get("cgroup") not in (None, "", "/"):
-        return "cgroup:" + rec["cgroup"]
-    return "pid:%d" % rec.get("pid", -1)
+            wl = "%s:%s" % (k, job[k])
+            break
+    if wl is None and rec.get("cgroup") not in (None, "", "/"):
+        wl = "cgroup:" + rec["cgroup"]
+    if rec.get("pid") == 0:
+        # the kernel's writeback for a cgroup: a workload of its own beside
+        # the job's processes, as the labelled training rows (processes
+        # only) have no such bytes; a model may join the two
+        return "kernel:" + (wl or "pid:0")
+    return wl or "pid:%d" % rec.get("pid", -1)
 
 
 def _add(out, col, v):
@@ -213,7 +220,7 @@ def on_grid(ts_start, ts_end, interval_us):
 def node_workload(workload, host):
     """A workload's name across nodes: a job, pod, unit or cgroup path names
     the same thing on every node; a pid does not, and keeps its host."""
-    return "%s@%s" % (workload, host) if workload.startswith("pid:") else workload
+    return "%s@%s" % (workload, host) if workload.startswith(("pid:", "kernel:pid:")) else workload
 
 
 def join_nodes(rows, interval_us):

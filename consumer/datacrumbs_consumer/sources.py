@@ -48,35 +48,74 @@ def is_compressed(path):
     return path.endswith((".gz", ".zst"))
 
 
-def decompress_file(path):
-    """A .gz or .zst file's whole content; an error naming the file (and for
-    zstd the byte) where it is not whole: a stream reader returned what it
-    could of a truncated or foreign file and said nothing (0 rows)."""
-    with open(path, "rb") as f:
-        raw = f.read()
+def _zstd_chunks(f, path, strict):
+    """Decompressed chunks of a zstd file, frame by frame, read 1 MiB at a
+    time (linear in the file, whatever its frames). A frame cut short at the
+    end (a file truncated, or a batch being written) is an error naming the
+    file and the frame's byte, or with strict False a warning after the
+    frames before it; foreign data is an error either way."""
+    pos = start = 0  # input bytes consumed; where the current frame began
+    d = None
+    while True:
+        chunk = f.read(1 << 20)
+        if not chunk:
+            break
+        while chunk:
+            if d is None:
+                d, start = zstandard.ZstdDecompressor().decompressobj(), pos
+            try:
+                out = d.decompress(chunk)
+            except zstandard.ZstdError as e:
+                raise RecordError("%s, byte %d: not zstd data: %s" % (path, start, e)) from None
+            if out:
+                yield out
+            if d.eof:
+                rest = d.unused_data
+                pos += len(chunk) - len(rest)
+                chunk, d = rest, None
+            else:
+                pos += len(chunk)
+                chunk = b""
+    if d is not None:
+        msg = "%s, byte %d: a zstd frame cut short (the file is truncated)" % (path, start)
+        if strict:
+            raise RecordError(msg)
+        logging.warning("%s: the frames before it are read", msg)
+
+
+def iter_lines(path, strict=True):
+    """The lines of a file, .gz and .zst decompressed; a compressed file
+    that is not whole is an error naming it (a stream reader returned what
+    it could of a truncated or foreign file and said nothing: 0 rows), a
+    last line without its newline is left out and said."""
     if path.endswith(".gz"):
-        try:
-            return gzip.decompress(raw)
-        except (EOFError, OSError, zlib.error) as e:
-            raise RecordError("%s: not a whole gzip file: %s" % (path, e)) from None
-    out, pos = [], 0
-    while pos < len(raw):
-        d = zstandard.ZstdDecompressor().decompressobj()
-        try:
-            out.append(d.decompress(raw[pos:]))
-        except zstandard.ZstdError as e:
-            raise RecordError("%s, byte %d: not zstd data: %s" % (path, pos, e)) from None
-        if not d.eof:
-            raise RecordError("%s, byte %d: a zstd frame cut short (the file is truncated)"
-                              % (path, pos))
-        pos = len(raw) - len(d.unused_data)
-    return b"".join(out)
-
-
-def open_text(path):
-    if is_compressed(path):
-        return io.BytesIO(decompress_file(path))
-    return open(path, "rb")
+        def chunks(f):
+            try:
+                with gzip.open(f) as g:
+                    while True:
+                        b = g.read(1 << 20)
+                        if not b:
+                            return
+                        yield b
+            except (EOFError, OSError, zlib.error) as e:
+                raise RecordError("%s: not a whole gzip file: %s" % (path, e)) from None
+    elif path.endswith(".zst"):
+        def chunks(f):
+            return _zstd_chunks(f, path, strict)
+    else:
+        def chunks(f):
+            return iter(lambda: f.read(1 << 20), b"")
+    partial, pos = b"", 0
+    with open(path, "rb") as f:
+        for b in chunks(f):
+            lines = (partial + b).split(b"\n")
+            partial = lines.pop()
+            for ln in lines:
+                pos += len(ln) + 1
+                yield ln + b"\n"
+    if partial:
+        logging.warning("%s, byte %d: a last line without its newline (%d bytes) left out: a "
+                        "record being written, or cut short", path, pos, len(partial))
 
 
 def file_partitions(paths, blocksize=BLOCKSIZE):
@@ -124,11 +163,9 @@ def read_file_partition(part):
     """The record lines of the windows a byte range owns (see the module's rule)."""
     path, start, end = part
     lines = []
-    with open_text(path) as f:
-        if end < 0:
-            for n, line in enumerate(f, 1):
-                lines.append((line, "%s:%d" % (path, n)))
-            return lines
+    if end < 0:
+        return [(line, "%s:%d" % (path, n)) for n, line in enumerate(iter_lines(path), 1)]
+    with open(path, "rb") as f:
         if start > 0:
             f.seek(start - 1)
             if f.read(1) != b"\n":

@@ -10,7 +10,6 @@ Inputs: .pfw.zst files (concatenated zstd frames of NDJSON; one Dask partition
 per file), plain .pfw NDJSON, or the Kafka traces topic (one frame per message).
 """
 import functools
-import io
 import json
 import logging
 import re
@@ -62,9 +61,10 @@ def overlaps(starts, ends, merged):
 
 def iter_trace_lines(path):
     if path.endswith(".zst"):
-        # whole, or an error naming the file and byte: a stream reader read
-        # a truncated file as "(no events)"
-        yield from io.BytesIO(S.decompress_file(path))
+        # a frame cut short at the end (a batch being written as this
+        # reads, a crash) is said, the frames before it read; a stream
+        # reader read a truncated file as "(no events)" without a word
+        yield from S.iter_lines(path, strict=False)
     else:
         with open(path, "rb") as f:
             yield from f
