@@ -761,23 +761,28 @@ static int check_topics(const struct dc_config *c, const char *file, char *err, 
  * that --check-config says what starting would (exit 2), not the start. */
 static int check_together(const struct dc_config *c, const char *file, char *err, size_t errlen)
 {
-	if (!c->traces_slice_ms != !c->traces_period_s ||
-	    c->traces_slice_ms > c->traces_period_s * 1000)
+	/* in ns, rounded as the trace policy takes them (traces.c): 1025 ms
+	 * in 1.025 s, truncated, read 1025000000 against 1024999999 */
+	uint64_t slice_ns = (uint64_t)llround(c->traces_slice_ms * 1e6),
+		 period_ns = (uint64_t)llround(c->traces_period_s * 1e9);
+
+	if (c->traces_enable && (!slice_ns != !period_ns || slice_ns > period_ns))
 		return fail(
 		    err, errlen,
-		    "%s: traces.sampling.slice_ms (%g) and traces.sampling.period_s (%g) go "
+		    "%s: traces.sampling.slice_ms (%s) and traces.sampling.period_s (%s) go "
 		    "together, the slice within the period",
-		    file, c->traces_slice_ms, c->traces_period_s);
+		    file, num(c->traces_slice_ms).s, num(c->traces_period_s).s);
 	if (c->kafka_brokers[0] && !c->spool_dir[0])
 		return fail(err, errlen,
 			    "%s: spool.dir is empty while kafka.brokers is set: the spool is what "
 			    "keeps the records through an outage",
 			    file);
 	if (c->vfs_enable && !c->vfs_categories[strspn(c->vfs_categories, ", \t")])
-		return fail(err, errlen,
-			    "%s: probes.vfs.categories names no category while probes.vfs.enable "
-			    "is true (probes.vfs.enable = false turns the layer off)",
-			    file);
+		return fail(
+		    err, errlen,
+		    "%s: probes.vfs.categories (\"%s\") names no category while "
+		    "probes.vfs.enable is true (probes.vfs.enable = false turns the layer off)",
+		    file, c->vfs_categories);
 	return 0;
 }
 
@@ -1040,13 +1045,18 @@ static char *resolve_includes(const char *text, const char *path)
 int config_load(struct dc_config *c, const char *path, char *err, size_t errlen)
 {
 	_cleanup_free_ char *raw = NULL, *text = NULL;
+	struct stat st;
 	config_t cf;
 	int r;
 
 	r = read_text(path, NULL, 0, &raw, err, errlen);
 	if (r < 0)
 		return r;
-	text = resolve_includes(raw, path);
+	/* a pipe (-c /dev/stdin, <(...)) has no directory of its own: its
+	 * relative includes stay the working directory's */
+	text = stat(path, &st) == 0 && S_ISREG(st.st_mode) && !strchr(path, '"')
+		   ? resolve_includes(raw, path)
+		   : strdup(raw);
 	if (!text)
 		return fail(err, errlen, "%s: out of memory", path) ? -ENOMEM : -ENOMEM;
 	r = check_text(text, path, 0, err, errlen);

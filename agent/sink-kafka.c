@@ -1133,20 +1133,20 @@ static void dr_msg_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 	dr_cb(rk, m, opaque);
 }
 
-/* in with every occurrence of value replaced, into out */
+/* librdkafka's reason for refusing a secret's line, into out, unless it
+ * quotes any part of the value: it may trim the value or cut a long one,
+ * so a match of the whole value is not enough. Any 8 bytes of it (all of
+ * a shorter one) found in the reason hide the reason. */
 static void hide_value(char *out, size_t size, const char *in, const char *value)
 {
-	size_t o = 0, vl = strlen(value);
+	size_t vl = strlen(value), w = vl < 8 ? vl : 8;
 
-	while (*in && o + 1 < size) {
-		if (vl && !strncmp(in, value, vl)) {
-			o += (size_t)snprintf(out + o, size - o, "(value not shown)");
-			in += vl;
-			continue;
+	for (size_t i = 0; w && i + w <= vl; i++)
+		if (memmem(in, strlen(in), value + i, w)) {
+			snprintf(out, size, "(librdkafka's reason not shown: it quotes the value)");
+			return;
 		}
-		out[o++] = *in++;
-	}
-	out[o < size ? o : size - 1] = 0;
+	snprintf(out, size, "%s", in);
 }
 
 /* secrets_file: the line came from kafka.secrets_file, whose values never

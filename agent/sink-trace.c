@@ -175,10 +175,12 @@ static void check_removed(struct sink_trace *t)
 	if (t->fd < 0 && access(t->dir, F_OK) == 0)
 		return;
 	close_current(t);
-	if (mkdir_parents(t->dir, true) < 0)
-		return; /* the write fails and says why */
+	/* what the bound counted went with the directory: none of it is
+	 * deleted (or counted so) later */
 	t->n = 0;
 	t->total = 0;
+	if (mkdir_parents(t->dir, true) < 0)
+		return; /* the write fails and says why */
 	if (scan(t) == 0)
 		log_warning("The trace directory %s (or its current file) was removed while the "
 			    "agent ran: made again",

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,8 +88,8 @@ static int build_policy(const struct dc_config *cfg, struct dc_trace_cfg *p, uin
 	    /* 0 reads as 1, as the programs take it */
 	    .draw_max = dc_draw_max(cfg->traces_one_in_n > 0 ? (__u32)cfg->traces_one_in_n : 1),
 	    .slow_ns = (__u64)(cfg->traces_slow_ms * 1e6),
-	    .slice_ns = (__u64)(cfg->traces_slice_ms * 1e6),
-	    .period_ns = (__u64)(cfg->traces_period_s * 1e9),
+	    .slice_ns = (__u64)llround(cfg->traces_slice_ms * 1e6),
+	    .period_ns = (__u64)llround(cfg->traces_period_s * 1e9),
 	};
 	if (!p->slice_ns != !p->period_ns || p->slice_ns > p->period_ns) {
 		snprintf(err, errlen,

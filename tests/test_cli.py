@@ -149,11 +149,20 @@ check_conf("traces = { sampling = { slice_ms = 5000.0; period_s = 1.0; }; };\n",
 check_conf('kafka = { brokers = "127.0.0.1:9"; };\nspool = { dir = ""; };\n', 2,
            ["spool.dir is empty while kafka.brokers is set"], "an empty spool.dir with brokers refused")
 check_conf('probes = { vfs = { categories = ",,"; }; };\n', 2,
-           ["probes.vfs.categories names no category"], "a VFS layer with no category refused")
+           ['probes.vfs.categories (",,") names no category'], "a VFS layer with no category refused")
+# a slice as long as its period, written so that its ns truncated once
+# differed (1025000000 against 1024999999); traces off: not checked
+check_conf("traces = { sampling = { slice_ms = 1025.0; period_s = 1.025; }; };\n", 0, [],
+           "a trace slice equal to its period, in decimals that do not round-trip, valid")
+check_conf("traces = { enable = false; sampling = { slice_ms = 5.0; }; };\n", 0, [],
+           "a lone trace slice with traces off: valid, as before")
 check_conf('output = { path = "%s"; };\n' % tmp, 2, ["output.path %s is a directory" % tmp],
            "output.path naming a directory refused at check")
 check_conf('kafka = { brokers = "127.0.0.1:9"; };\nspool = { dir = "/etc/passwd"; };\n', 2,
            ["spool.dir /etc/passwd is not a directory"], "a spool.dir that is a file refused at check")
+# a bound printed as the shortest decimal that reads back, not 0.050000000000000003
+check_conf("budget = { recover_below = 0.01; };\n", 2, ["budget.recover_below: 0.01 is out of range [0.05, 0.95]"],
+           "a range error's bounds as written")
 # a name written as --help-config lists it: libconfig's bare "syntax error",
 # with the hint that dots are groups
 check_conf("maps.max_keys = 100;\n", 2, ["{path}:1: syntax error", "a dotted name is a path of groups"],
@@ -243,6 +252,12 @@ if is_root:
             in err and SECRET not in out + err,
             "a property of the secrets file librdkafka refuses: the file named, its value "
             "not shown (%r)" % err)
+    # librdkafka's reason quotes a value it refuses, trimmed: hidden too
+    with open(sec, "w") as f:
+        f.write("compression.codec=  %s\n" % SECRET)
+    rc, out, err = run("--check-config=" + p2)
+    c.check(rc == 2 and "compression.codec (value not shown)" in err and SECRET not in out + err,
+            "a refused value librdkafka's reason quotes trimmed: not shown (%r)" % err)
 else:
     print("SKIP - secrets file ownership checks need root (the agent wants root's file)")
 # a credential in the (world-readable) main file is warned about, without its value

@@ -147,6 +147,9 @@ int main(void)
 		spool_write_file(p, "mine", 4);
 		r = spool_open(dir, false, &s);
 		CHECK(r == 0, "open (%d)", r);
+		snprintf(p, sizeof(p), "%s/%020d.seg.tmp", dir, 8);
+		CHECK(access(p, F_OK) != 0,
+		      "the agent's own leftover temporary file is deleted at open");
 		if (!r) {
 			CHECK(spool_skipped(s) == 1, "the directory 7 is skipped (%zu)",
 			      spool_skipped(s));
