@@ -68,6 +68,12 @@ int args_parse(int argc, char **argv, struct dc_args *a, char *err, size_t errle
 		case 'c':
 			if (!*optarg)
 				return fail(err, errlen, "--config: empty file name%s", "");
+			/* "-c --check-config" took the option for the file */
+			if (!strncmp(optarg, "--", 2))
+				return fail(err, errlen,
+					    "--config: '%s' is an option, not a file name (a file "
+					    "so called: ./ before it)",
+					    optarg);
 			if (a->config && strcmp(a->config, optarg))
 				return two_files(err, errlen, a->config, optarg);
 			a->config = optarg;
@@ -80,8 +86,9 @@ int args_parse(int argc, char **argv, struct dc_args *a, char *err, size_t errle
 			a->duration = strtod(optarg, &end);
 			/* bounded: the timer's microseconds must not wrap (2e13 s
 			 * did, to an immediate exit) */
-			if (errno || end == optarg || *end || !isfinite(a->duration) ||
-			    a->duration <= 0 || a->duration > DC_DURATION_MAX_SEC)
+			if (errno || end == optarg || *end || strpbrk(optarg, "xX") ||
+			    !isfinite(a->duration) || a->duration <= 0 ||
+			    a->duration > DC_DURATION_MAX_SEC)
 				return fail(
 				    err, errlen,
 				    "--duration: '%s' is not a number of seconds in (0, 1e9]",
@@ -90,6 +97,11 @@ int args_parse(int argc, char **argv, struct dc_args *a, char *err, size_t errle
 		case 'o':
 			if (!*optarg)
 				return fail(err, errlen, "--output: empty file name%s", "");
+			if (!strncmp(optarg, "--", 2))
+				return fail(err, errlen,
+					    "--output: '%s' is an option, not a file name (a file "
+					    "so called: ./ before it)",
+					    optarg);
 			a->output = optarg;
 			break;
 		case 'V':

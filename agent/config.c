@@ -425,8 +425,9 @@ int config_set(struct dc_config *c, const char *path, const char *value, char *e
 	default:
 		errno = 0;
 		v = strtod(value, &end);
-		if (errno || end == value || *end)
-			return fail(err, errlen, "%s: \"%s\" is not a number", path, value);
+		/* decimal only: strtod reads "0x10" as 16 and "inf" too */
+		if (errno || end == value || *end || strpbrk(value, "xXnN"))
+			return fail(err, errlen, "%s: \"%s\" is not a decimal number", path, value);
 		return set_number(c, it, v, err, errlen);
 	}
 }

@@ -985,9 +985,9 @@ static void probes_report(struct manager *m);
 
 /*
  * Every layer's keyed counts end their window here, one store after
- * another on this thread (the overflow totals and loss counters are read
- * on the drain threads, docs/design.md),
- * before the drains' threads start: a call is in the same window in every
+ * another on this thread, before the drains' threads start (the overflow
+ * totals and loss counters are read on those: docs/design.md): a call is
+ * in the same window in every
  * layer that saw it (one exit program run writes the file layer's keys,
  * then the system-call layer's; a buffered write's pages are dirtied
  * inside the call). Flipped by each family on its own thread, the layers

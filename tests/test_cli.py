@@ -43,6 +43,13 @@ rc, out, err = run("--bogus")
 c.check(rc == 2 and "unknown option '--bogus'" in err, "unknown option: exit 2, named (%r)" % err)
 rc, out, err = run("--interval")
 c.check(rc == 2 and "needs a value" in err, "missing value: exit 2 (%r)" % err)
+# a bad-input audit: an option taken for a file name, hex read as a number
+rc, out, err = run("-c", "--check-config")
+c.check(rc == 2 and "--config: '--check-config' is an option, not a file name" in err,
+        "-c followed by an option: refused, not opened (%r)" % err)
+for opt in ("-i", "-d"):
+    rc, out, err = run(opt, "0x10", "--check-config")
+    c.check(rc == 2 and "0x10" in err, "%s 0x10: refused, not read as 16 (%r)" % (opt, err))
 rc, out, err = run("--duration", "soon")
 c.check(rc == 2 and "soon" in err, "bad duration: exit 2 (%r)" % err)
 rc, out, err = run("--check-config=" + shipped_conf, "-c", "/nonexistent.conf")
