@@ -88,16 +88,11 @@ static int build_policy(const struct dc_config *cfg, struct dc_trace_cfg *p, uin
 	    /* 0 reads as 1, as the programs take it */
 	    .draw_max = dc_draw_max(cfg->traces_one_in_n > 0 ? (__u32)cfg->traces_one_in_n : 1),
 	    .slow_ns = (__u64)(cfg->traces_slow_ms * 1e6),
+	    /* rounded as config.c's check_together() takes them, which
+	     * refuses a slice without a period or beyond it */
 	    .slice_ns = (__u64)llround(cfg->traces_slice_ms * 1e6),
 	    .period_ns = (__u64)llround(cfg->traces_period_s * 1e9),
 	};
-	if (!p->slice_ns != !p->period_ns || p->slice_ns > p->period_ns) {
-		snprintf(err, errlen,
-			 "traces.sampling: slice_ms and period_s go together, the slice "
-			 "within the period (%g ms of %g s)",
-			 cfg->traces_slice_ms, cfg->traces_period_s);
-		return -EINVAL;
-	}
 	/* GCRA: one event per gap; a burst is burst gaps of credit (both held
 	 * to 2^62 ns, 146 years: a rate of 1e-12/s is one that never lets
 	 * through, not an overflow) */

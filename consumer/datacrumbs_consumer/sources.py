@@ -48,6 +48,11 @@ def is_compressed(path):
     return path.endswith((".gz", ".zst"))
 
 
+def _warn_cut(path, pos, n):
+    logging.warning("%s, byte %d: a last line without its newline (%d bytes) left out: a "
+                    "record being written, or cut short", path, pos, n)
+
+
 def _zstd_chunks(f, path, strict):
     """Decompressed chunks of a zstd file, frame by frame, read 1 MiB at a
     time (linear in the file, whatever its frames). A frame cut short at the
@@ -114,8 +119,7 @@ def iter_lines(path, strict=True):
                 pos += len(ln) + 1
                 yield ln + b"\n"
     if partial:
-        logging.warning("%s, byte %d: a last line without its newline (%d bytes) left out: a "
-                        "record being written, or cut short", path, pos, len(partial))
+        _warn_cut(path, pos, len(partial))
 
 
 def file_partitions(paths, blocksize=BLOCKSIZE):
@@ -185,8 +189,7 @@ def read_file_partition(part):
             if not line.endswith(b"\n"):
                 # a line being written right now (the next reading gets it
                 # whole), or one cut short: said, not taken silently
-                logging.warning("%s, byte %d: a last line without its newline (%d bytes) left "
-                                "out: a record being written, or cut short", path, pos, len(line))
+                _warn_cut(path, pos, len(line))
                 break
             k = window_key(line)
             if skipping and k == prev:
