@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "blkvec.h"
+#include "macro.h"
 
 const char *blk_op_name(unsigned op)
 {
@@ -56,7 +57,7 @@ static int by_dev(const void *a, const void *b)
 
 void blk_sort_by_dev(struct dc_blk_entry *e, size_t n)
 {
-	qsort(e, n, sizeof(*e), by_dev);
+	qsort_safe(e, n, sizeof(*e), by_dev);
 }
 
 void blk_sum_for(const struct dc_blk_entry *e, size_t n, uint32_t tgid, uint64_t cgroup_id,

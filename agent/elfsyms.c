@@ -113,7 +113,7 @@ int elf_find_funcs(const char *path, const char *patterns, struct elf_func **ret
 			c[n++].vaddr = s.st_value;
 		}
 	}
-	qsort(c, n, sizeof(*c), by_vaddr);
+	qsort_safe(c, n, sizeof(*c), by_vaddr);
 	f = calloc(n ? n : 1, sizeof(*f));
 	if (!f) {
 		r = -ENOMEM;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "featvec.h"
+#include "macro.h"
 #include "ops.h"
 
 /* A value's histograms are mostly zeros (a key's calls fall in a few slots):
@@ -134,7 +135,7 @@ static int entry_cmp(const void *a, const void *b)
 
 void featvec_sort(struct dc_agg_entry *e, size_t n)
 {
-	qsort(e, n, sizeof(*e), entry_cmp);
+	qsort_safe(e, n, sizeof(*e), entry_cmp);
 }
 
 size_t featvec_merge(struct dc_agg_entry *e, size_t n)

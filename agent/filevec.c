@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "filevec.h"
+#include "macro.h"
 
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
@@ -112,7 +113,7 @@ size_t file_merge_sorted(struct dc_file_entry *e, size_t n)
 void file_sort(struct dc_file_entry *e, size_t n)
 {
 	if (n)
-		qsort(e, n, sizeof(*e), entry_cmp);
+		qsort_safe(e, n, sizeof(*e), entry_cmp);
 }
 
 void file_range(const struct dc_file_entry *e, size_t n, uint32_t tgid, uint64_t cgroup_id,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "flame.h"
+#include "macro.h"
 
 void flame_init(struct flame_tree *t)
 {
@@ -533,7 +534,7 @@ int flame_nest(struct flame_span *s, size_t n, struct flame_tree *t)
 	struct dc_buf path = {};
 	int depth = 0, r = 0;
 
-	qsort(s, n, sizeof(*s), span_cmp);
+	qsort_safe(s, n, sizeof(*s), span_cmp);
 	for (size_t i = 0; i <= n && !r; i++) {
 		/* close the open spans that end before this one starts (or all,
 		 * at a new thread or the end), emitting each with its self time */

@@ -67,6 +67,16 @@ static inline void fclosep(FILE **f)
 }
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
+/* qsort() that takes an empty array: one with no elements may have no
+ * memory (base NULL), which qsort()'s nonnull declaration makes undefined
+ * behaviour (UBSan reports it, tests/bpf/meson.build's san suite). */
+static inline void qsort_safe(void *base, size_t n, size_t size,
+			      int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
 #define USEC_PER_SEC  1000000ULL
 #define NSEC_PER_USEC 1000ULL
 #define NSEC_PER_SEC  1000000000ULL

@@ -550,7 +550,7 @@ static size_t layer_only_procs(struct manager *m, const struct dc_drain_result *
 		only_add(m, res, &n, m->urd->entries[i].tgid, m->urd->entries[i].cgroup_id);
 	for (size_t i = 0; i < n_f; i++)
 		only_add(m, res, &n, m->fres->entries[i].tgid, m->fres->entries[i].cgroup_id);
-	qsort(m->only, n, sizeof(*m->only), proc_key_cmp);
+	qsort_safe(m->only, n, sizeof(*m->only), proc_key_cmp);
 	for (size_t i = 0; i < n; i++)
 		if (!u || proc_key_cmp(&m->only[u - 1], &m->only[i]))
 			m->only[u++] = m->only[i];
@@ -1077,9 +1077,9 @@ static int manager_close_window(struct manager *m)
 	m->fres = &fres;
 	m->urd = m->ur ? &urres : NULL;
 	if (m->up)
-		qsort(ures.entries, ures.n, sizeof(*ures.entries), up_cmp);
+		qsort_safe(ures.entries, ures.n, sizeof(*ures.entries), up_cmp);
 	if (m->vfs)
-		qsort(vres.entries, vres.n, sizeof(*vres.entries), up_cmp);
+		qsort_safe(vres.entries, vres.n, sizeof(*vres.entries), up_cmp);
 	/* the syscall map has flipped: every call it counted as kept has its
 	 * event in the ring */
 	if (m->traces)

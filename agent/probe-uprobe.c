@@ -344,7 +344,7 @@ static void drop_repeats(struct probe_uprobe *p)
 			}
 		a[i] = (struct at){i, f, p->offsets[i]};
 	}
-	qsort(a, p->n_funcs, sizeof(*a), by_address);
+	qsort_safe(a, p->n_funcs, sizeof(*a), by_address);
 	for (size_t k = 1; k < p->n_funcs; k++)
 		if (a[k].file == a[k - 1].file && a[k].off == a[k - 1].off)
 			drop[a[k].i] = true;

@@ -273,7 +273,7 @@ int probe_uring_flip_and_drain(struct probe_uring *p, struct dc_uring_drain *res
 	r = winmap_flip_and_drain(&p->agg, collect, p, &batch, &flip_us);
 	if (r < 0)
 		return r;
-	qsort(p->entries, p->n, sizeof(*p->entries), entry_cmp);
+	qsort_safe(p->entries, p->n, sizeof(*p->entries), entry_cmp);
 	res->entries = p->entries;
 	res->n = p->n;
 	overflow_delta(p, &res->overflow);

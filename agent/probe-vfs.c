@@ -210,7 +210,7 @@ static void kernel_btf_load(struct kernel_btf *k)
 	k->loaded = true;
 	for (unsigned i = 0; i < DC_VFS_MAX; i++)
 		order[i] = i;
-	qsort(order, DC_VFS_MAX, sizeof(*order), by_name);
+	qsort_safe(order, DC_VFS_MAX, sizeof(*order), by_name);
 	vmlinux = btf__load_vmlinux_btf();
 	if (!vmlinux)
 		return;

@@ -330,7 +330,7 @@ void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, si
 		s->bpf_ns += lw->run_ns;
 	}
 	/* programs that went away (a family stopped) leave the table with it */
-	qsort(s->cur, s->n_cur, sizeof(*s->cur), prev_cmp);
+	qsort_safe(s->cur, s->n_cur, sizeof(*s->cur), prev_cmp);
 	{
 		struct prog_prev *t = s->prev;
 		size_t c = s->cap_prev;

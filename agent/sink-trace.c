@@ -99,7 +99,7 @@ static int scan(struct sink_trace *t)
 	}
 	closedir(d);
 	if (t->n)
-		qsort(t->files, t->n, sizeof(*t->files), name_cmp);
+		qsort_safe(t->files, t->n, sizeof(*t->files), name_cmp);
 	return 0;
 }
 

@@ -129,7 +129,7 @@ int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 		s->existing[s->n_existing++] = (struct spool_entry){seq, (uint64_t)st.st_size};
 	}
 	closedir(d);
-	qsort(s->existing, s->n_existing, sizeof(*s->existing), cmp_entry);
+	qsort_safe(s->existing, s->n_existing, sizeof(*s->existing), cmp_entry);
 	*ret = s;
 	return 0;
 fail:

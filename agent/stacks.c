@@ -596,7 +596,7 @@ int stacks_flip_and_drain(struct stacks *s, struct stacks_drain *out)
 	d->flip_us = flip_us;
 	t1 = now_us();
 	/* one process's keys together: its mappings are looked up once */
-	qsort(s->ent, s->n_ent, sizeof(*s->ent), ent_cmp);
+	qsort_safe(s->ent, s->n_ent, sizeof(*s->ent), ent_cmp);
 	kallsyms_refresh(s);
 	sym_new_batch(s->sym);
 	for (size_t i = 0; i < s->n_ent; i++) {
@@ -620,7 +620,7 @@ int stacks_flip_and_drain(struct stacks *s, struct stacks_drain *out)
 			return -ENOMEM;
 		}
 	}
-	qsort(d->rows, d->n, sizeof(*d->rows), row_cmp);
+	qsort_safe(d->rows, d->n, sizeof(*d->rows), row_cmp);
 	/* keys whose ids differ but whose frames read the same: one row */
 	{
 		size_t w = 0;
@@ -637,7 +637,7 @@ int stacks_flip_and_drain(struct stacks *s, struct stacks_drain *out)
 		}
 		d->n = w;
 	}
-	qsort(d->objs, d->n_objs, sizeof(*d->objs), obj_cmp);
+	qsort_safe(d->objs, d->n_objs, sizeof(*d->objs), obj_cmp);
 	d->symbolize_us = now_us() - t1;
 	if (closing >= 2)
 		clear_gen(s, (int)(closing - 2));

@@ -226,7 +226,7 @@ int symbolizer_load_kallsyms(struct symbolizer *s, const char *path)
 		ks[n++] = (struct ksym){addr, (uint32_t)len_all};
 		len_all += len + 1;
 	}
-	qsort(ks, n, sizeof(*ks), by_kaddr);
+	qsort_safe(ks, n, sizeof(*ks), by_kaddr);
 	free(s->ksyms);
 	free(s->karena);
 	s->ksyms = TAKE_PTR(ks);
@@ -389,7 +389,7 @@ static int obj_read(struct elfobj *o, int fd, uint64_t max_bytes)
 			names_len += len;
 		}
 	}
-	qsort(o->syms, o->nsyms, sizeof(*o->syms), by_uaddr);
+	qsort_safe(o->syms, o->nsyms, sizeof(*o->syms), by_uaddr);
 	/* one entry per address, the best alias's name */
 	{
 		size_t w = 0;
