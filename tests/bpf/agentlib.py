@@ -4,6 +4,7 @@
 Readiness comes from the agent itself: the harness plays systemd's part and
 listens on a NOTIFY_SOCKET for READY=1, so no test guesses with a sleep.
 """
+import atexit
 import contextlib
 import json
 import os
@@ -16,6 +17,38 @@ import threading
 import time
 
 SKIP = 77
+
+# What AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer print
+# (the agent built with them: the 'san' suite, tests/meson.build)
+SANITIZER_MARKS = ("runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer")
+
+# every Agent started here, for the check at exit
+_agents = []
+
+
+def sanitizer_report(text):
+    """The first sanitizer report in an agent's log, or None."""
+    at = [i for i in (text.find(m) for m in SANITIZER_MARKS) if i >= 0]
+    if not at:
+        return None
+    start = text.rfind("\n", 0, min(at)) + 1
+    return text[start:start + 6000]
+
+
+@atexit.register
+def _sanitizers_at_exit():
+    """A test that waited for its agent itself (or killed it) never called
+    stop(): its log is read here, and a report fails the test."""
+    for a in _agents:
+        if a.checked:
+            continue
+        try:
+            report = sanitizer_report(a.log())
+        except (OSError, ValueError):
+            continue
+        if report:
+            print("FAIL - the agent's sanitizers reported:\n" + report, flush=True)
+            os._exit(1)
 
 
 @contextlib.contextmanager
@@ -132,6 +165,8 @@ class Agent:
                                      stderr=self.stderr, preexec_fn=die_with_parent)
         self.notifications = []
         self._thread = None
+        self.checked = False
+        _agents.append(self)
         self.wait_for("READY=1", 60)
 
     def _reader(self):
@@ -168,7 +203,7 @@ class Agent:
 
     def log(self):
         self.stderr.flush()
-        with open(self.stderr_path) as f:
+        with open(self.stderr_path, errors="replace") as f:
             return f.read()
 
     @property
@@ -179,6 +214,9 @@ class Agent:
         self.proc.send_signal(sig)
         rc = self.proc.wait(timeout)
         self.sock.close()
+        self.checked = True
+        report = sanitizer_report(self.log())
+        assert not report, "the agent's sanitizers reported:\n" + report
         return rc
 
     def records(self, path=None):
