@@ -12,11 +12,20 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bpf"))
-from agentlib import Checks  # noqa: E402
+from agentlib import Checks, sanitizer_report  # noqa: E402
 
 trace_bin, flame_bin = sys.argv[1], sys.argv[2]
 c = Checks()
 tmp = tempfile.mkdtemp(prefix="dc-tools-")
+
+
+def run_tool(cmd, **kw):
+    """A tool's run; under the sanitizers (suite san) a report fails the test
+    whatever the exit status the case expects."""
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, **kw)
+    report = sanitizer_report(p.stderr)
+    assert not report, "%s: the sanitizers reported:\n%s" % (cmd[1], report)
+    return p
 
 
 def frames(path, *texts):
@@ -38,8 +47,7 @@ def event(i):
 
 def export(*files):
     out = os.path.join(tmp, "out.json")
-    p = subprocess.run([trace_bin, "export", "-o", out, *files], capture_output=True, text=True,
-                       timeout=60)
+    p = run_tool([trace_bin, "export", "-o", out, *files])
     try:
         doc = json.load(open(out))
     except ValueError as e:
@@ -104,25 +112,24 @@ c.check(p.returncode == 1 and "Is a directory" in p.stderr,
 stacks = "".join("main;write_ckpt;f%d %d\n" % (i, 10 + i) for i in range(50))
 full = os.path.join(tmp, "stacks.jsonl.zst")
 frames(full, stacks, stacks)
-p = subprocess.run([flame_bin, "merge", full], capture_output=True, text=True, timeout=60)
+p = run_tool([flame_bin, "merge", full])
 whole = p.stdout
 c.check(p.returncode == 0 and whole.strip(), "datacrumbs-flame merges two whole frames (%s)"
         % p.stderr.strip())
 cut = os.path.join(tmp, "cut.jsonl.zst")
 data = open(full, "rb").read()
 open(cut, "wb").write(data[:len(data) - 10])
-p = subprocess.run([flame_bin, "merge", cut], capture_output=True, text=True, timeout=60)
+p = run_tool([flame_bin, "merge", cut])
 c.check(p.returncode == 0 and "ends inside a zstd frame" in p.stderr and p.stdout.strip(),
         "a last frame cut short: left out with a warning, the first frame's stacks kept (%s)"
         % p.stderr.strip())
 for sub in ("merge", "layers"):
-    p = subprocess.run([flame_bin, sub, d], capture_output=True, text=True, timeout=60)
+    p = run_tool([flame_bin, sub, d])
     c.check(p.returncode != 0 and "Is a directory" in p.stderr,
             "datacrumbs-flame %s on a directory: an error, said (%d, %s)"
             % (sub, p.returncode, p.stderr.strip()))
 for opt, val in (("--pid", ""), ("--from", "nan"), ("--to", "inf")):
-    p = subprocess.run([flame_bin, "merge", opt, val, full], capture_output=True, text=True,
-                       timeout=60)
+    p = run_tool([flame_bin, "merge", opt, val, full])
     c.check(p.returncode == 2 and opt in p.stderr,
             "datacrumbs-flame %s '%s' refused (%d, %s)" % (opt, val, p.returncode,
                                                           p.stderr.strip()))
