@@ -211,11 +211,20 @@ static int seg_load(struct sink_kafka *k, struct kseg *g)
 	if (r >= 0)
 		g->meta = meta;
 	if (r == -EBADMSG) {
+		int q = spool_set_aside(k->spool, g->meta.seq);
+
 		spool_path(k->spool, g->meta.seq, path, sizeof(path));
-		log_error("Spool segment %s is unreadable (%s): set aside as %s.bad, "
-			  "delivering the rest",
-			  path, err, path);
-		spool_set_aside(k->spool, g->meta.seq);
+		if (q < 0)
+			/* a read-only spool: the next start finds it again */
+			log_error_errno(
+			    q,
+			    "Spool segment %s is unreadable (%s), and cannot be set "
+			    "aside as %s.bad: %m; left where it is, delivering the rest",
+			    path, err, path);
+		else
+			log_error("Spool segment %s is unreadable (%s): set aside as %s.bad, "
+				  "delivering the rest",
+				  path, err, path);
 		k->corrupt++;
 	}
 	if (r < 0)

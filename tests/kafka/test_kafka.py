@@ -466,15 +466,27 @@ def scenario_spool_readonly(agent_bin, wl_bin, mock_bin):
         # would lose (before, nothing was said until the stop lost them);
         # not refused, as a refusal would stop the records file and the
         # traces too, and end the agent at a reload
+        # and a damaged segment in it, which cannot be set aside then
+        damaged = os.path.join(spool, "%020d.seg" % 1)
+        with open(damaged, "wb") as f:
+            f.write(b"DCSPOOL1" + b"\0" * 100)
         remount(spool, "ro")
         ro = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2))
         time.sleep(0.5)
         c.eq(ro.stop(), 0, "a spool read-only at start: the agent runs, and exits 0")
         c.check("Spool %s (spool.dir) cannot be written: Read-only file system; windows wait in "
                 "memory" % spool in ro.log(), "... and says so at start, naming it")
+        c.check("Spool segment %s is unreadable (segment version 0, this agent reads 1), and "
+                "cannot be set aside as %s.bad: Read-only file system; left where it is"
+                % (damaged, damaged) in ro.log(),
+                "a damaged segment it cannot set aside: said so, not that it was (%s)"
+                % [x for x in ro.log().splitlines() if "unreadable" in x])
+        c.check(os.path.exists(damaged), "... and left where it is")
         ro_runs = {r["run"] for r in ro.records()}
         remount(spool, "rw")
         a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2, extra=QUICK_RECONNECT))
+        c.check(os.path.exists(damaged + ".bad") and not os.path.exists(damaged),
+                "the next start, on a spool taking writes, sets it aside")
         b.cmd("down")
         time.sleep(1)  # windows on disk
         remount(spool, "ro")
