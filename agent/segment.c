@@ -155,6 +155,7 @@ int seg_decode(const char *img, size_t len, struct dc_seg_meta *meta, struct dc_
 	       size_t errlen)
 {
 	uint64_t raw_len, comp_len, n = 0;
+	unsigned long long fcs;
 	size_t hl, rl, hdr, off = 0, got;
 	struct dc_seg_rec rec;
 	int r;
@@ -188,6 +189,14 @@ int seg_decode(const char *img, size_t len, struct dc_seg_meta *meta, struct dc_
 	if (raw_len > (1ULL << 32))
 		return bad(err, errlen, "corrupt header (record bytes %llu)",
 			   (unsigned long long)raw_len);
+	/* the frame says what it holds (the agent's encoder writes it): the
+	 * header's length is allocated below only if the two agree */
+	fcs = ZSTD_getFrameContentSize(img + hdr, comp_len);
+	if (fcs == ZSTD_CONTENTSIZE_ERROR)
+		return bad(err, errlen, "body is not a zstd frame");
+	if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != raw_len)
+		return bad(err, errlen, "corrupt header (record bytes %llu, the frame holds %llu)",
+			   (unsigned long long)raw_len, (unsigned long long)fcs);
 
 	meta->kind = get_u32(img + 12);
 	meta->seq = get_u64(img + 16);

@@ -2,10 +2,12 @@
 /*
  * libFuzzer target of the spool segment reader (agent/segment.c), which
  * reads, at every start, whatever an earlier run or a full disk left in the
- * spool directory: arbitrary bytes as a segment file; the same bytes with
- * both checksums made right, so that the search reaches the lengths, the
- * decompression and the record framing behind them; the bytes as a raw
- * body, encoded and decoded again.
+ * spool directory: arbitrary bytes as a segment file; the same bytes made
+ * into a header that passes the first checks (magic, version, a known kind,
+ * host and run lengths in range, the compressed length the rest of the
+ * bytes) with both checksums right, so that the search reaches the record
+ * length, the decompression and the record framing behind them; the bytes
+ * as a raw body, encoded and decoded again.
  *
  * Besides the sanitizers, it checks what the reader promises: a refused
  * segment returns -EBADMSG and says why; an accepted one has its host and
@@ -24,8 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* the header's layout (agent/segment.c): fixed part, host, run, CRC */
 #define FIXED_HDR 56
-/* a checksummed header's raw length is allocated as it says: keep the
- * search within libFuzzer's memory limit */
+/* record lengths the made header keeps to (a frame's content size can
+ * still say more: tests/fuzz/meson.build gives the allocation room) */
 #define RAW_MAX (1u << 20)
 
 static uint32_t crc(const uint8_t *p, size_t n)
@@ -43,6 +45,11 @@ static void put_u64(uint8_t *p, uint64_t v)
 {
 	for (int i = 0; i < 8; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 static uint64_t get_u64(const uint8_t *p)
@@ -82,8 +89,8 @@ static void decode(const uint8_t *img, size_t len)
 	buf_free(&raw);
 }
 
-/* the bytes with the header's and the body's checksums right, the body
- * being whatever follows the header */
+/* the bytes with a header that passes the first checks and both checksums
+ * right, the body being whatever follows the header */
 static void decode_checksummed(const uint8_t *data, size_t size)
 {
 	size_t hl, rl, hdr;
@@ -102,6 +109,7 @@ static void decode_checksummed(const uint8_t *data, size_t size)
 	memcpy(img, data, size);
 	memcpy(img, DC_SEG_MAGIC, 8);
 	put_u32(img + 8, DC_SEG_VERSION);
+	put_u32(img + 12, get_u32(img + 12) % DC_SEG_KIND_MAX);
 	img[52] = (uint8_t)hl, img[53] = (uint8_t)(hl >> 8);
 	img[54] = (uint8_t)rl, img[55] = (uint8_t)(rl >> 8);
 	if (get_u64(img + 32) > RAW_MAX)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <errno.h>
 #include <stdlib.h>
+#include <zlib.h>
 
 #include "segment.h"
 #include "tap.h"
@@ -77,6 +78,25 @@ int main(void)
 	r = seg_decode("NOTASPOOLSEGMENT-NOTASPOOLSEGMENT-NOTASPOOLSEGMENT-NOTASPOOL", 60, &got,
 		       &back, err, sizeof(err));
 	CHECK(r == -EBADMSG && strstr(err, "magic"), "foreign file: %s", err);
+	/* a header whose record length disagrees with the frame's, its own
+	 * checksum made right (a crafted file): refused before the length is
+	 * allocated (it was, 3 GiB, the frame's 5 KiB then failing) */
+	img.len -= 2;
+	{
+		size_t hl = strlen(m.host), rl = strlen(m.run), hdr = 56 + hl + rl + 4;
+		uint64_t claim = 3ULL << 30;
+		uLong c;
+
+		for (int i = 0; i < 8; i++)
+			img.data[32 + i] = (char)(claim >> (8 * i));
+		c = crc32(crc32(0L, Z_NULL, 0), (const Bytef *)img.data, (uInt)(hdr - 4));
+		for (int i = 0; i < 4; i++)
+			img.data[hdr - 4 + i] = (char)(c >> (8 * i));
+	}
+	r = seg_decode(img.data, img.len, &got, &back, err, sizeof(err));
+	CHECK(r == -EBADMSG && strstr(err, "the frame holds"),
+	      "a record length the frame does not hold: %s", err);
+	CHECK(back.cap < (1u << 30), "... and not allocated (%zu bytes)", back.cap);
 	/* framing that lies about its length */
 	CHECK(seg_raw_next("\xff\xff\xff\x0f\0\0\0\0\0\0\0\0\0\0\0\0", 16, &(size_t){0}, &rec) ==
 		  -EBADMSG,
