@@ -381,7 +381,9 @@ static int write_out(const char *path, const struct dc_buf *b)
 		fprintf(stderr, "datacrumbs-flame: %s: %s\n", path, strerror(errno));
 		return -errno;
 	}
-	if (fwrite(b->data, 1, b->len, f) != b->len || (f != stdout ? fclose(f) : fflush(f))) {
+	/* an empty result has no buffer, which fwrite() may not be handed */
+	if ((b->len && fwrite(b->data, 1, b->len, f) != b->len) ||
+	    (f != stdout ? fclose(f) : fflush(f))) {
 		fprintf(stderr, "datacrumbs-flame: %s: write failed\n", path);
 		return -EIO;
 	}

@@ -34,7 +34,9 @@ static inline int buf_grow(struct dc_buf *b, size_t extra)
 
 static inline void buf_put(struct dc_buf *b, const void *p, size_t n)
 {
-	if (buf_grow(b, n) < 0)
+	/* nothing, from an empty buffer perhaps (p NULL): memcpy's nonnull
+	 * declaration makes that undefined even for 0 bytes */
+	if (!n || buf_grow(b, n) < 0)
 		return;
 	memcpy(b->data + b->len, p, n);
 	b->len += n;

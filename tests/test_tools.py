@@ -12,7 +12,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bpf"))
-from agentlib import Checks, sanitizer_report  # noqa: E402
+from agentlib import Checks, run_checked  # noqa: E402
 
 trace_bin, flame_bin = sys.argv[1], sys.argv[2]
 c = Checks()
@@ -22,10 +22,7 @@ tmp = tempfile.mkdtemp(prefix="dc-tools-")
 def run_tool(cmd, **kw):
     """A tool's run; under the sanitizers (suite san) a report fails the test
     whatever the exit status the case expects."""
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, **kw)
-    report = sanitizer_report(p.stderr)
-    assert not report, "%s: the sanitizers reported:\n%s" % (cmd[1], report)
-    return p
+    return run_checked(cmd, capture_output=True, text=True, timeout=60, **kw)
 
 
 def frames(path, *texts):
@@ -128,6 +125,25 @@ for sub in ("merge", "layers"):
     c.check(p.returncode != 0 and "Is a directory" in p.stderr,
             "datacrumbs-flame %s on a directory: an error, said (%d, %s)"
             % (sub, p.returncode, p.stderr.strip()))
+# empty input: an empty file, an empty frame; and a trace whose process has
+# an empty name, grouped by it (each once handed memcpy or fwrite a NULL
+# buffer of 0 bytes: undefined, reported in suite san)
+empty = os.path.join(tmp, "empty.jsonl")
+open(empty, "w").close()
+empty_frame = os.path.join(tmp, "empty.jsonl.zst")
+frames(empty_frame, "")
+for f in (empty, empty_frame):
+    p = run_tool([flame_bin, "merge", f])
+    c.check(p.returncode == 0 and not p.stdout.strip(),
+            "datacrumbs-flame merge of %s: nothing, exit 0 (%d, %s)"
+            % (os.path.basename(f), p.returncode, p.stderr.strip()))
+nameless = os.path.join(tmp, "nameless.pfw.zst")
+frames(nameless, json.dumps({"name": "process_name", "ph": "M", "pid": 7,
+                             "args": {"name": ""}}) + "\n" + event(0))
+p = run_tool([flame_bin, "layers", "--group", "comm", nameless])
+c.check(p.returncode == 0 and "pwrite64" in p.stdout,
+        "datacrumbs-flame layers --group comm of a process without a name (%d, %s)"
+        % (p.returncode, p.stderr.strip()))
 for opt, val in (("--pid", ""), ("--from", "nan"), ("--to", "inf")):
     p = run_tool([flame_bin, "merge", opt, val, full])
     c.check(p.returncode == 2 and opt in p.stderr,
