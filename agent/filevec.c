@@ -112,8 +112,7 @@ size_t file_merge_sorted(struct dc_file_entry *e, size_t n)
 
 void file_sort(struct dc_file_entry *e, size_t n)
 {
-	if (n)
-		qsort_safe(e, n, sizeof(*e), entry_cmp);
+	qsort_safe(e, n, sizeof(*e), entry_cmp);
 }
 
 void file_range(const struct dc_file_entry *e, size_t n, uint32_t tgid, uint64_t cgroup_id,

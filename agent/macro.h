@@ -69,7 +69,7 @@ static inline void fclosep(FILE **f)
 
 /* qsort() that takes an empty array: one with no elements may have no
  * memory (base NULL), which qsort()'s nonnull declaration makes undefined
- * behaviour (UBSan reports it, tests/bpf/meson.build's san suite). */
+ * behaviour (UBSan reports it, the tests' suite san). */
 static inline void qsort_safe(void *base, size_t n, size_t size,
 			      int (*cmp)(const void *, const void *))
 {

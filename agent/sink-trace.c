@@ -98,8 +98,7 @@ static int scan(struct sink_trace *t)
 		t->total += f->bytes;
 	}
 	closedir(d);
-	if (t->n)
-		qsort_safe(t->files, t->n, sizeof(*t->files), name_cmp);
+	qsort_safe(t->files, t->n, sizeof(*t->files), name_cmp);
 	return 0;
 }
 

@@ -8,7 +8,7 @@ cd "$top"
 
 bash packaging/install-deps.sh build test || exit 1
 if [ ! -f build/build.ninja ]; then
-  meson setup build >/dev/null || { meson setup build; exit 1; }
+  meson setup build -Dsanitizers=enabled >/dev/null || { meson setup build -Dsanitizers=enabled; exit 1; }
 fi
 ninja -C build >/dev/null || { ninja -C build; exit 1; }
 

@@ -8,7 +8,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bpf"))
-from agentlib import Checks  # noqa: E402
+from agentlib import Checks, run_checked  # noqa: E402
 
 agent, shipped_conf = sys.argv[1], sys.argv[2]
 c = Checks()
@@ -16,7 +16,7 @@ tmp = tempfile.mkdtemp(prefix="dc-cli-")
 
 
 def run(*args):
-    p = subprocess.run([agent, *args], capture_output=True, text=True, timeout=30)
+    p = run_checked([agent, *args], capture_output=True, text=True, timeout=30)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -140,11 +140,11 @@ check_conf('interval = 0.5;\nhost = "node\nmaps = { max_keys = 1; };\n', 2,
            ["{path}:2:", "string left open"], "an unterminated string hides no settings")
 check_conf("interval = 0.5;\n\0maps = { max_keys = 1; };\n", 2, ["{path}:2:", "NUL"],
            "a NUL byte refused, not the end")
-pr = subprocess.run([agent, "--check-config=/dev/stdin"], input="maps = { max_keys = 4294975488; };\n",
+pr = run_checked([agent, "--check-config=/dev/stdin"], input="maps = { max_keys = 4294975488; };\n",
                     capture_output=True, text=True, timeout=30)
 c.check(pr.returncode == 2 and "L suffix" in pr.stderr,
         "a configuration from a pipe has its integers checked too (%r)" % pr.stderr)
-pr = subprocess.run([agent, "--check-config=/dev/stdin"], input="interval = 0.5;\n",
+pr = run_checked([agent, "--check-config=/dev/stdin"], input="interval = 0.5;\n",
                     capture_output=True, text=True, timeout=30)
 c.check(pr.returncode == 0, "a good configuration from a pipe is read (%r)" % pr.stderr)
 # settings valid alone that do not go together: --check-config says what
@@ -182,7 +182,7 @@ with open(os.path.join(incdir, "sub", "part.conf"), "w") as f:
     f.write("maps = { max_keys = 4096; };\n")
 with open(os.path.join(incdir, "main.conf"), "w") as f:
     f.write('interval = 0.5;\n@include "sub/part.conf"\n')
-p = subprocess.run([os.path.abspath(agent), "--check-config=" + os.path.join(incdir, "main.conf")],
+p = run_checked([os.path.abspath(agent), "--check-config=" + os.path.join(incdir, "main.conf")],
                    cwd="/",
                    capture_output=True, text=True, timeout=30)
 c.check(p.returncode == 0, "a relative @include is read beside its file, from / too (%r)" % p.stderr)
@@ -300,7 +300,7 @@ def run_journal(stream, *args, conf_path):
     with tempfile.TemporaryFile(mode="w+") as f:
         st = os.fstat(f.fileno())
         env = dict(os.environ, JOURNAL_STREAM=stream or "%d:%d" % (st.st_dev, st.st_ino))
-        p = subprocess.run([agent, "--check-config=" + conf_path, *args], stdout=subprocess.PIPE,
+        p = run_checked([agent, "--check-config=" + conf_path, *args], stdout=subprocess.PIPE,
                            stderr=f, text=True, env=env, timeout=30)
         f.seek(0)
         return p.returncode, f.read()

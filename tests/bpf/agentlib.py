@@ -19,20 +19,39 @@ import time
 SKIP = 77
 
 # What AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer print
-# (the agent built with them: the 'san' suite, tests/meson.build)
-SANITIZER_MARKS = ("runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer")
+# (the agent built with them: the 'san' suite, tests/meson.build), and the
+# status they end a program with there (san_env), which also covers their
+# failures that print none of these
+SANITIZER_MARKS = ("runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                   "Sanitizer has encountered a fatal error", "Sanitizer CHECK failed")
+SANITIZER_EXIT = 86
 
 # every Agent started here, for the check at exit
 _agents = []
 
 
-def sanitizer_report(text):
-    """The first sanitizer report in an agent's log, or None."""
+def sanitizer_report(text, returncode=None):
+    """The first sanitizer report in a program's log, or None."""
     at = [i for i in (text.find(m) for m in SANITIZER_MARKS) if i >= 0]
     if not at:
+        if returncode == SANITIZER_EXIT:
+            return "(exit status %d, the sanitizers'; the log's end:)\n%s" % (
+                returncode, text[-3000:])
         return None
     start = text.rfind("\n", 0, min(at)) + 1
     return text[start:start + 6000]
+
+
+def run_checked(cmd, **kw):
+    """subprocess.run() of the agent or a tool: a sanitizer report in what it
+    printed, or the sanitizers' exit status, raises whatever status the
+    caller expects (a bad-input case expects a failure)."""
+    p = subprocess.run(cmd, **kw)
+    err = p.stderr if isinstance(p.stderr, str) else (p.stderr or b"").decode(errors="replace")
+    report = sanitizer_report(err, p.returncode)
+    if report:
+        raise RuntimeError("%s: the sanitizers reported:\n%s" % (os.path.basename(cmd[0]), report))
+    return p
 
 
 @atexit.register
@@ -43,10 +62,11 @@ def _sanitizers_at_exit():
         if a.checked:
             continue
         try:
-            report = sanitizer_report(a.log())
+            report = sanitizer_report(a.log(), a.proc.poll())
         except (OSError, ValueError):
             continue
         if report:
+            sys.stdout.flush()
             print("FAIL - the agent's sanitizers reported:\n" + report, flush=True)
             os._exit(1)
 
@@ -215,8 +235,9 @@ class Agent:
         rc = self.proc.wait(timeout)
         self.sock.close()
         self.checked = True
-        report = sanitizer_report(self.log())
-        assert not report, "the agent's sanitizers reported:\n" + report
+        report = sanitizer_report(self.log(), rc)
+        if report:
+            raise RuntimeError("the agent's sanitizers reported:\n" + report)
         return rc
 
     def records(self, path=None):

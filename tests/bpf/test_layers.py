@@ -26,7 +26,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import Agent, Checks, loop_device, require_root  # noqa: E402
+from agentlib import Agent, Checks, loop_device, require_root, run_checked  # noqa: E402
 from test_stacks import Cgroup, parse_collapsed  # noqa: E402
 
 ITERS = 50
@@ -154,7 +154,7 @@ def main():
             ex = [e for e in evs if e["cat"] == cat and e["name"] in ("fsync", "ext4_sync_file", "write")]
             if ex:
                 print("# example: %s" % json.dumps(ex[0], separators=(",", ":"), default=str))
-        col = parse_collapsed(subprocess.run(
+        col = parse_collapsed(run_checked(
             [tool, "layers", "--pid", str(pid)] + [os.path.join(tdir, f) for f in os.listdir(tdir)],
             capture_output=True, check=True, timeout=120).stdout.decode())
     finally:

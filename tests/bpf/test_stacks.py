@@ -24,7 +24,7 @@ import tempfile
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import Agent, Checks, cgroup2_root, require_root  # noqa: E402
+from agentlib import Agent, Checks, cgroup2_root, require_root, run_checked  # noqa: E402
 
 ITERS = 300
 BYTES_A = 12288
@@ -82,7 +82,7 @@ def stacks_of(records, pid):
 
 
 def flame(tool, *args):
-    p = subprocess.run([tool] + list(args), capture_output=True, timeout=120)
+    p = run_checked([tool] + list(args), capture_output=True, timeout=120)
     if p.returncode != 0:
         raise RuntimeError("%s %s failed: %s" % (tool, " ".join(args), p.stderr.decode()))
     return p.stdout.decode()

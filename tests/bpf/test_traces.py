@@ -24,7 +24,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import Agent, Checks, cgroup2_root, require_root  # noqa: E402
+from agentlib import Agent, Checks, cgroup2_root, require_root, run_checked  # noqa: E402
 
 EVENT_FIELDS = {"id", "name", "cat", "pid", "tid", "ts", "dur", "ph", "args"}
 ARG_FIELDS = {"hhash", "size", "ret", "weight", "cpu", "cgroup_id"}
@@ -268,7 +268,7 @@ def scenario(name, agent_bin, load, export):
         c.eq(tot["dropped"], 0, "no event dropped")
     # Perfetto's input: one JSON document
     out = os.path.join(tmp, "trace.json")
-    p = subprocess.run([export, "export", "-o", out] + files, capture_output=True, text=True)
+    p = run_checked([export, "export", "-o", out] + files, capture_output=True, text=True)
     c.eq(p.returncode, 0, "datacrumbs-trace export succeeds (%s)" % p.stderr.strip())
     with open(out) as f:
         doc = json.load(f)

@@ -17,7 +17,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bpf"))
-from agentlib import Agent, Checks, require_root, run_workload, workload_pid  # noqa: E402
+from agentlib import (Agent, Checks, require_root, run_checked, run_workload,  # noqa: E402
+                      workload_pid)
 
 TOPICS = ["datacrumbs.features", "datacrumbs.agent", "datacrumbs.traces"]
 
@@ -713,7 +714,7 @@ def scenario_config(agent_bin, wl_bin, mock_bin):
         path = os.path.join(tmp, "c.conf")
         with open(path, "w") as f:
             f.write(conf(b.bootstrap, spool, extra=extra))
-        p = subprocess.run([agent_bin, "--config", path, "--duration", "5"], capture_output=True,
+        p = run_checked([agent_bin, "--config", path, "--duration", "5"], capture_output=True,
                            text=True, timeout=60)
         c.check(p.returncode == 2 and all(x in p.stderr for x in words),
                 "%s: exit %d, %r" % (extra, p.returncode, p.stderr.strip()[-200:]))
@@ -739,7 +740,7 @@ def scenario_secrets(agent_bin, wl_bin, mock_bin):
         with open(path, "w") as f:
             f.write(conf(b.bootstrap, spool, extra='properties = [%s]; secrets_file = "%s";'
                          % (props, sec)) + 'log_level = "debug";\n')
-        p = subprocess.run([agent_bin, "--config", path, "--duration", "2"], capture_output=True,
+        p = run_checked([agent_bin, "--config", path, "--duration", "2"], capture_output=True,
                            text=True, timeout=60)
         return p.returncode, p.stdout + p.stderr
 
