@@ -261,6 +261,10 @@ static int merge_file(const struct opts *o, struct flame_tree *t, const char *pa
 						snprintf(err, sizeof(err),
 							 "a stacks entry lacks stack, count, "
 							 "time_ns or bytes");
+					else if (r == -E2BIG)
+						snprintf(err, sizeof(err),
+							 "a stack of more than %d frames",
+							 FLAME_DEPTH_MAX);
 					fj_free(&rec);
 				}
 			} else {

@@ -78,7 +78,16 @@ int flame_add(struct flame_tree *t, const char *stack, uint64_t count, uint64_t 
 	      uint64_t bytes)
 {
 	struct flame_node *n = &t->root;
+	size_t frames = 0;
 
+	for (const char *p = stack; *p;) {
+		size_t len = strcspn(p, ";");
+
+		frames += len > 0;
+		p += len + (p[len] == ';');
+	}
+	if (frames > FLAME_DEPTH_MAX)
+		return -E2BIG;
 	node_add(n, count, time_ns, bytes);
 	for (const char *p = stack; *p;) {
 		size_t len = strcspn(p, ";");
@@ -196,6 +205,8 @@ int flame_add_collapsed(struct flame_tree *t, const char *line, char *err, size_
 	/* numbers were read from the end: v[0] is the last */
 	r = nv == 3 ? flame_add(t, stack, v[1], v[2], v[0]) : flame_add(t, stack, 1, v[0], 0);
 	free(stack);
+	if (r == -E2BIG)
+		snprintf(err, errlen, "a stack of more than %d frames", FLAME_DEPTH_MAX);
 	return r;
 }
 

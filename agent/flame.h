@@ -29,7 +29,15 @@ struct flame_tree {
 
 void flame_init(struct flame_tree *t);
 void flame_free(struct flame_tree *t);
-/* stack: frames root first, ';'-separated; empty frames are skipped. */
+/* Frames a stack may have. The tree is walked recursively (merge, collapse,
+ * SVG, free): a collapsed file of one 200,000-frame stack overflowed the
+ * tool's stack. The agent's stacks hold a few hundred frames at most (127
+ * a side in a BPF stack map; perf records 127 by default). 4096 leaves
+ * room in a 1 MiB stack, where 16384 overflowed. */
+#define FLAME_DEPTH_MAX 4096
+
+/* stack: frames root first, ';'-separated; empty frames are skipped.
+ * -E2BIG, the tree untouched, for more than FLAME_DEPTH_MAX frames. */
 int flame_add(struct flame_tree *t, const char *stack, uint64_t count, uint64_t time_ns,
 	      uint64_t bytes);
 /* dst += src, node by node. */

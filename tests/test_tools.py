@@ -144,6 +144,22 @@ p = run_tool([flame_bin, "layers", "--group", "comm", nameless])
 c.check(p.returncode == 0 and "pwrite64" in p.stdout,
         "datacrumbs-flame layers --group comm of a process without a name (%d, %s)"
         % (p.returncode, p.stderr.strip()))
+# a stack deeper than the tree's bound: refused by name (one of 200,000
+# frames overflowed the tool's stack); one at the bound is drawn
+for frames_n, ok in ((4096, True), (200000, False)):
+    deep = os.path.join(tmp, "deep-%d.folded" % frames_n)
+    with open(deep, "w") as f:
+        f.write(";".join("f%d" % i for i in range(frames_n)) + " 10\n")
+    svg = os.path.join(tmp, "deep-%d.svg" % frames_n)
+    p = run_tool([flame_bin, "merge", "--svg", svg, deep])
+    if ok:
+        c.check(p.returncode == 0 and "f4095" in open(svg).read(),
+                "a stack of 4096 frames merged and drawn (%d, %s)"
+                % (p.returncode, p.stderr.strip()))
+    else:
+        c.check(p.returncode == 1 and "a stack of more than 4096 frames" in p.stderr,
+                "a stack of 200,000 frames refused, said (%d, %s)"
+                % (p.returncode, p.stderr.strip()[:200]))
 for opt, val in (("--pid", ""), ("--from", "nan"), ("--to", "inf")):
     p = run_tool([flame_bin, "merge", opt, val, full])
     c.check(p.returncode == 2 and opt in p.stderr,
