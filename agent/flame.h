@@ -36,7 +36,8 @@ void flame_free(struct flame_tree *t);
  * room in a 1 MiB stack, where 16384 overflowed. */
 #define FLAME_DEPTH_MAX 4096
 
-/* stack: frames root first, ';'-separated; empty frames are skipped.
+/* stack: frames root first, ';'-separated; a frame's trailing spaces are
+ * not part of it, and frames left empty are skipped.
  * -E2BIG, the tree untouched, for more than FLAME_DEPTH_MAX frames. */
 int flame_add(struct flame_tree *t, const char *stack, uint64_t count, uint64_t time_ns,
 	      uint64_t bytes);
