@@ -238,6 +238,15 @@ static int merge_file(const struct opts *o, struct flame_tree *t, const char *pa
 		while (off + len < text.len && text.data[off + len] != '\n')
 			len++;
 		lineno++;
+		/* the parsers read C strings: a NUL would end the line early
+		 * (and the JSON reader, told the length, read past the copy) */
+		if ((line = memchr(text.data + off, 0, len))) {
+			fprintf(stderr, "datacrumbs-flame: %s:%llu: a NUL byte at column %zu\n",
+				path, (unsigned long long)lineno,
+				(size_t)(line - (text.data + off)) + 1);
+			r = -EINVAL;
+			break;
+		}
 		line = strndup(text.data + off, len);
 		off += len + 1;
 		if (!line) {
@@ -548,8 +557,17 @@ int main(int argc, char **argv)
 				if (tab && strtoul(names[k], NULL, 10) == sp[i].pid)
 					sp[i].root = tab + 1;
 			}
-		if (!r)
+		if (!r) {
 			r = flame_nest(sp, n, &t);
+			if (r == -E2BIG)
+				fprintf(stderr,
+					"datacrumbs-flame: the spans' call tree: a stack of more "
+					"than %d frames\n",
+					FLAME_DEPTH_MAX);
+			else if (r < 0)
+				fprintf(stderr, "datacrumbs-flame: the spans' call tree: %s\n",
+					strerror(-r));
+		}
 		for (size_t i = 0; i < n; i++) {
 			free((char *)sp[i].layer);
 			free((char *)sp[i].name);

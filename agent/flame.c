@@ -67,11 +67,18 @@ static struct flame_node *child(struct flame_node *p, const char *name, size_t l
 	return c;
 }
 
+/* a + b, held at 2^64 - 1: a wrapped sum would draw a frame wider than the
+ * graph and write a value the tool could not read back */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 static void node_add(struct flame_node *n, uint64_t count, uint64_t time_ns, uint64_t bytes)
 {
-	n->count += count;
-	n->time_ns += time_ns;
-	n->bytes += bytes;
+	n->count = sat_add(n->count, count);
+	n->time_ns = sat_add(n->time_ns, time_ns);
+	n->bytes = sat_add(n->bytes, bytes);
 }
 
 /* A frame's length without its trailing spaces: a collapsed line's last
@@ -91,8 +98,22 @@ int flame_add(struct flame_tree *t, const char *stack, uint64_t count, uint64_t 
 	      uint64_t bytes)
 {
 	struct flame_node *n = &t->root;
+	_cleanup_free_ char *clean = NULL;
 	size_t frames = 0;
 
+	/* a control character (a record's "\n" decoded) would cut or bend
+	 * the collapsed output's lines: as ':', one frame still */
+	for (const char *p = stack; *p; p++)
+		if ((unsigned char)*p < 0x20) {
+			clean = strdup(stack);
+			if (!clean)
+				return -ENOMEM;
+			for (char *q = clean; *q; q++)
+				if ((unsigned char)*q < 0x20)
+					*q = ':';
+			stack = clean;
+			break;
+		}
 	for (const char *p = stack; *p;) {
 		size_t len = frame_len(p);
 
@@ -137,14 +158,18 @@ int flame_merge(struct flame_tree *dst, const struct flame_tree *src)
 
 static void collapse_node(const struct flame_node *n, struct dc_buf *path, struct dc_buf *out)
 {
-	uint64_t c = n->count, tm = n->time_ns, b = n->bytes;
+	uint64_t c = 0, tm = 0, b = 0;
 	size_t mark = path->len;
 
+	/* self = node - children, 0 where a held (saturated) node is less */
 	for (size_t i = 0; i < n->n; i++) {
-		c -= n->kids[i]->count;
-		tm -= n->kids[i]->time_ns;
-		b -= n->kids[i]->bytes;
+		c = sat_add(c, n->kids[i]->count);
+		tm = sat_add(tm, n->kids[i]->time_ns);
+		b = sat_add(b, n->kids[i]->bytes);
 	}
+	c = n->count > c ? n->count - c : 0;
+	tm = n->time_ns > tm ? n->time_ns - tm : 0;
+	b = n->bytes > b ? n->bytes - b : 0;
 	if (path->len && (c || tm || b)) {
 		buf_put(out, path->data, path->len);
 		buf_printf(out, " %llu %llu %llu\n", (unsigned long long)tm, (unsigned long long)c,
@@ -174,7 +199,8 @@ static bool parse_u64(const char *s, size_t n, uint64_t *v)
 	if (!n)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9' || x > (UINT64_MAX - 9) / 10)
+		if (s[i] < '0' || s[i] > '9' || x > UINT64_MAX / 10 ||
+		    (x == UINT64_MAX / 10 && (uint64_t)(s[i] - '0') > UINT64_MAX % 10))
 			return false;
 		x = x * 10 + (uint64_t)(s[i] - '0');
 	}
@@ -397,7 +423,10 @@ static void value_text(struct dc_buf *b, const struct flame_node *n)
 
 static void svg_node(struct svg_ctx *c, const struct flame_node *n, double x, unsigned depth)
 {
-	double wpx = c->total ? (double)weight(n, c->w) / c->total * c->width : 0;
+	/* never wider than the graph (the cast of the text's width below is
+	 * undefined for a huge one) */
+	double share = c->total ? (double)weight(n, c->w) / c->total : 0;
+	double wpx = (share > 1 ? 1 : share) * c->width;
 	double y = c->height - BOTTOM_PAD - (double)(depth + 1) * FRAME_H;
 	double cx = x;
 	char col[32];
@@ -551,6 +580,13 @@ static bool span_leaf(const struct flame_span *s)
 	return !strcmp(s->layer, "block");
 }
 
+/* s as (part of) one frame: ';' and control characters as ':' */
+static void put_frame(struct dc_buf *b, const char *s)
+{
+	for (; *s; s++)
+		buf_putc(b, *s == ';' || (unsigned char)*s < 0x20 ? ':' : *s);
+}
+
 int flame_nest(struct flame_span *s, size_t n, struct flame_tree *t)
 {
 	size_t open[NEST_MAX];
@@ -575,13 +611,19 @@ int flame_nest(struct flame_span *s, size_t n, struct flame_tree *t)
 				break;
 			path.len = 0;
 			if (top->root) {
-				buf_put(&path, top->root, strlen(top->root));
+				put_frame(&path, top->root);
 				buf_putc(&path, ';');
 			}
+			/* a name's own ';' would make it frames of its own,
+			 * thousands of them from one event */
 			for (int d = 0; d < depth; d++) {
 				const struct flame_span *e = &s[open[d]];
 
-				buf_printf(&path, "%s%s:%s", d ? ";" : "", e->layer, e->name);
+				if (d)
+					buf_putc(&path, ';');
+				put_frame(&path, e->layer);
+				buf_putc(&path, ':');
+				put_frame(&path, e->name);
 			}
 			if (path.err) {
 				r = -ENOMEM;
@@ -717,8 +759,19 @@ static int pstring(struct fjp *p, char **out)
 					buf_free(&b);
 					return -EINVAL;
 				}
-				v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
+				if (lo >= 0xdc00 && lo < 0xe000) {
+					v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
+				} else {
+					/* no pair: the high half alone, then the
+					 * escape after it as itself (\ud800\u0041
+					 * read as U+2441 before) */
+					put_utf8(&b, 0xfffd);
+					v = lo;
+				}
 			}
+			/* a surrogate alone is no character (and invalid UTF-8) */
+			if (v >= 0xd800 && v < 0xe000)
+				v = 0xfffd;
 			put_utf8(&b, v ? v : 0xfffd); /* no NUL inside our strings */
 			break;
 		}
@@ -917,7 +970,7 @@ bool fj_us_ns(const struct fj *v, uint64_t *out)
 {
 	const char *s;
 	uint64_t ns = 0;
-	int frac = -1;
+	int frac = -1, digits = 0;
 	double d;
 
 	if (!v || v->type != FJ_NUM)
@@ -932,10 +985,11 @@ bool fj_us_ns(const struct fj *v, uint64_t *out)
 		if (*s < '0' || *s > '9' || frac >= 3 || ns > UINT64_MAX / 10 - 10)
 			break;
 		ns = ns * 10 + (uint64_t)(*s - '0');
+		digits++;
 		if (frac >= 0)
 			frac++;
 	}
-	if (!*s && s != v->str) {
+	if (!*s && digits) {
 		for (int i = frac < 0 ? 0 : frac; i < 3; i++) {
 			if (ns > UINT64_MAX / 10)
 				return false; /* past 2^64 ns: no time of ours */

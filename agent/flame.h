@@ -33,7 +33,9 @@ void flame_free(struct flame_tree *t);
  * SVG, free): a collapsed file of one 200,000-frame stack overflowed the
  * tool's stack. The agent's stacks hold a few hundred frames at most (127
  * a side in a BPF stack map; perf records 127 by default). 4096 leaves
- * room in a 1 MiB stack, where 16384 overflowed. */
+ * room in a 1 MiB stack (512 KiB measured enough for the optimised build,
+ * 2 MiB for the sanitizers' build), where 16384 overflowed; the default is
+ * 8 MiB. */
 #define FLAME_DEPTH_MAX 4096
 
 /* stack: frames root first, ';'-separated; a frame's trailing spaces are
@@ -49,7 +51,7 @@ int flame_merge(struct flame_tree *dst, const struct flame_tree *src);
 void flame_collapse(const struct flame_tree *t, struct dc_buf *out);
 /* One collapsed line: "stack time_ns count bytes", or "stack value" (the
  * flamegraph.pl form: the value is taken as time_ns, count 1, bytes 0).
- * 0, or -EINVAL with err set. */
+ * 0; -EINVAL or -E2BIG with err set; -ENOMEM. */
 int flame_add_collapsed(struct flame_tree *t, const char *line, char *err, size_t errlen);
 
 enum flame_weight { FLAME_TIME, FLAME_COUNT, FLAME_BYTES };

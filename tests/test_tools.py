@@ -160,6 +160,40 @@ for frames_n, ok in ((4096, True), (200000, False)):
         c.check(p.returncode == 1 and "a stack of more than 4096 frames" in p.stderr,
                 "a stack of 200,000 frames refused, said (%d, %s)"
                 % (p.returncode, p.stderr.strip()[:200]))
+# a NUL byte in a line: refused by name (the JSON reader read past the
+# line's copy, ASan's heap-buffer-overflow)
+nul = os.path.join(tmp, "nul.jsonl")
+with open(nul, "wb") as f:
+    f.write(b'{"type":"stacks","x":"\0' + b"A" * 64 + b'"}\n')
+p = run_tool([flame_bin, "merge", nul])
+c.check(p.returncode == 1 and "a NUL byte at column 23" in p.stderr,
+        "a NUL byte in a line: refused, said (%d, %s)" % (p.returncode, p.stderr.strip()))
+# sums past 2^64 are held there: drawn (a wrapped root made one frame 1e22
+# pixels wide), and what merge writes reads back
+for name, lines in (("wrap", "a 10000000000000000000\nb 8446744073709551617\n"),
+                    ("max", "a 18446744073709551609\na 18446744073709551609\na 13\n")):
+    big = os.path.join(tmp, name + ".folded")
+    open(big, "w").write(lines)
+    p = run_tool([flame_bin, "merge", "--svg", os.path.join(tmp, name + ".svg"), "-o",
+                  os.path.join(tmp, name + ".out"), big])
+    p2 = run_tool([flame_bin, "merge", os.path.join(tmp, name + ".out")])
+    c.check(p.returncode == 0 and p2.returncode == 0 and
+            p2.stdout == open(os.path.join(tmp, name + ".out")).read(),
+            "sums past 2^64 (%s): drawn, written, read back the same (%d %d, %s)"
+            % (name, p.returncode, p2.returncode, (p.stderr + p2.stderr).strip()))
+# a span whose name holds ';' is one frame, not thousands; a broken
+# surrogate pair reads as U+FFFD and the character after it
+semi = os.path.join(tmp, "semi.pfw.zst")
+frames(semi, json.dumps({"name": "w;" * 5000 + "x", "cat": "syscall", "ph": "X", "pid": 7,
+                         "tid": 7, "ts": 1000, "dur": 5, "args": {"size": 4096}}) + "\n" +
+       '{"name":"y\\ud800\\u0041","cat":"syscall","ph":"X","pid":7,"tid":7,"ts":2000,'
+       '"dur":5,"args":{"size":1}}\n')
+p = run_tool([flame_bin, "layers", semi])
+rows = p.stdout.splitlines()
+c.check(p.returncode == 0 and len(rows) == 2 and rows[0].count(";") == 0 and
+        "syscall:y\ufffdA 5000 1 1" in rows,
+        "a span name with ';' one frame, a broken surrogate pair U+FFFD then its next (%d, %s, %s)"
+        % (p.returncode, [r[:40] for r in rows], p.stderr.strip()))
 for opt, val in (("--pid", ""), ("--from", "nan"), ("--to", "inf")):
     p = run_tool([flame_bin, "merge", opt, val, full])
     c.check(p.returncode == 2 and opt in p.stderr,

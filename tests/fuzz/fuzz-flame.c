@@ -11,6 +11,7 @@
  * whatever the agent's writer escapes, the tools' reader parses.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,37 @@ static void collapse_round_trip(const struct flame_tree *t)
 	buf_free(&svg);
 }
 
+/* valid UTF-8 without NUL: what json_escape keeps as it is */
+static bool plain_utf8(const uint8_t *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		uint32_t c = s[i], need, cp;
+
+		if (!c)
+			return false;
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		need = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : 0;
+		if (!need || c > 0xf4 || n - i <= need)
+			return false;
+		cp = c & (0x3fu >> need);
+		for (uint32_t k = 1; k <= need; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if ((need == 1 && cp < 0x80) || (need == 2 && cp < 0x800) ||
+		    (need == 3 && cp < 0x10000) || cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000))
+			return false;
+		i += need + 1;
+	}
+	return true;
+}
+
+/* the agent's writer's string, read by the tools' reader: the same text
+ * where the writer keeps it as it is */
 static void escaped_parses(const uint8_t *data, size_t size)
 {
 	struct dc_buf b = {};
@@ -88,34 +120,37 @@ static void escaped_parses(const uint8_t *data, size_t size)
 	struct fj v;
 
 	json_escape(&b, (const char *)data, size); /* quotes included */
-	if (b.err)
-		return;
-	if (fj_parse(b.data, b.len, &v, err, sizeof(err)) || v.type != FJ_STR)
-		abort(); /* the writer's string, refused by the reader */
-	fj_free(&v);
+	if (!b.err) {
+		if (fj_parse(b.data, b.len, &v, err, sizeof(err)) || v.type != FJ_STR)
+			abort();
+		if (plain_utf8(data, size) && (strlen(v.str) != size || memcmp(v.str, data, size)))
+			abort();
+		fj_free(&v);
+	}
 	buf_free(&b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *text = malloc(size + 1);
 	struct flame_tree t;
 
-	if (!text)
-		return 0;
-	memcpy(text, data, size);
-	text[size] = 0;
 	flame_init(&t);
-	for (char *line = text, *nl; line; line = nl) {
-		char err[256] = "";
+	/* lines as the tools cut them, NUL bytes kept (the JSON reader is
+	 * told the length; the tools refuse such a line before the other) */
+	for (size_t off = 0; off < size;) {
+		const uint8_t *nl = memchr(data + off, '\n', size - off);
+		size_t len = nl ? (size_t)(nl - (data + off)) : size - off;
+		char err[256] = "", *line = malloc(len + 1);
 		struct fj v;
 		int r;
 
-		nl = strchr(line, '\n');
-		if (nl)
-			*nl++ = 0;
+		if (!line)
+			break;
+		memcpy(line, data + off, len);
+		line[len] = 0;
+		off += len + 1;
 		if (line[0] == '{') {
-			r = fj_parse(line, strlen(line), &v, err, sizeof(err));
+			r = fj_parse(line, len, &v, err, sizeof(err));
 			if (!r) {
 				walk(&v, 0);
 				fj_free(&v);
@@ -123,12 +158,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		} else {
 			r = flame_add_collapsed(&t, line, err, sizeof(err));
 		}
-		if (r == -EINVAL && !err[0])
+		if ((r == -EINVAL || r == -E2BIG) && !err[0])
 			abort(); /* refused without a reason */
+		free(line);
 	}
 	collapse_round_trip(&t);
 	flame_free(&t);
-	free(text);
 	escaped_parses(data, size);
 	return 0;
 }
