@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""How well sampled BPF statistics estimate the system-call programs' runs.
+
+The agent runs with 1 s windows and self.bpf_stats_duty = 1 (on all window:
+exact, the baseline) and then each sampled duty, alternating, ROUNDS times,
+while a writer loops (tests/bpf/traceload, 20,000 pwrite calls a process,
+one after another, as bpf-selfcost does). For each window wholly inside the
+load it prints the estimated syscall-layer runs over two per counted call:
+1.0 where every call ran the entry and exit programs once and the estimate
+is exact.
+
+usage: stats_duty_bench.py BUILD_DIR [--duties 0.1,0.3] [--rounds 2]
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "bpf"))
+from agentlib import Agent  # noqa: E402
+
+
+def ratios(agent, load, data, duty, seconds=4.5):
+    a = Agent(agent, "interval = 1.0;\nself = { bpf_stats_duty = %s; };\n" % duty)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        subprocess.run([load, data, "20000"], stdout=subprocess.DEVNULL, check=True)
+    a.stop()
+    ag = [r for r in a.records() if r["type"] == "agent"][1:-1]
+    return [r["layers"]["syscall"]["runs"] / (2.0 * r["events"]) for r in ag if r["events"]]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--duties", default="0.1,0.3")
+    ap.add_argument("--rounds", type=int, default=2)
+    o = ap.parse_args()
+    agent = os.path.join(o.build, "agent", "datacrumbs")
+    load = os.path.join(o.build, "tests", "bpf", "traceload")
+    data = os.path.join(tempfile.mkdtemp(prefix="dc-duty-"), "data")
+    got = {}
+    for _ in range(o.rounds):
+        for duty in ["1"] + o.duties.split(","):
+            r = ratios(agent, load, data, duty)
+            got.setdefault(duty, []).extend(r)
+            print("duty %-4s %s" % (duty, " ".join("%.2f" % x for x in r)), flush=True)
+    print("\nduty  windows  median  min   max   (estimated runs / two per call)")
+    for duty, r in got.items():
+        print("%-5s %7d  %6.2f  %.2f  %.2f" % (duty, len(r), statistics.median(r), min(r), max(r)))
+
+
+if __name__ == "__main__":
+    main()
