@@ -9,11 +9,14 @@
  *
  * Besides the sanitizers, it checks what they promise: a joined path is
  * terminated, as long as returned, starts with "/" or "...", and is the
- * same whatever room beyond it the caller gives; a job field is set only
- * from a known layout (terminated, in its own alphabet); the table returns
- * what was last put for an identity, or nothing, never another's name.
+ * same whatever room beyond it the caller gives (its components' order is
+ * not checked); a job field is terminated, within its size and alphabet,
+ * and a unit or slice a whole component of the path; the table returns
+ * what was last put for an identity, never another's name, and forgets
+ * only a name idle for more than a window.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +55,19 @@ static void field(const char *s, size_t max, const char *alphabet)
 		abort();
 }
 
+/* s is "" or one of path's '/'-separated components */
+static bool component(const char *path, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n)
+		return true;
+	for (const char *p = path; (p = strstr(p, s)); p++)
+		if ((p == path || p[-1] == '/') && (p[n] == '/' || !p[n]))
+			return true;
+	return false;
+}
+
 static void job(const uint8_t *data, size_t size)
 {
 	char *path = strndup((const char *)data, size);
@@ -67,8 +83,8 @@ static void job(const uint8_t *data, size_t size)
 	field(j.slurm_job, DC_JOBID_SLURM_MAX, "0123456789");
 	field(j.flux_job, DC_JOBID_FLUX_MAX,
 	      "f123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz");
-	/* a unit or slice is a path component as it is */
-	if ((j.unit[0] && !strstr(path, j.unit)) || (j.slice[0] && !strstr(path, j.slice)))
+	/* a unit or slice is a whole path component, as it is */
+	if (!component(path, j.unit) || !component(path, j.slice))
 		abort();
 	free(path);
 }
@@ -85,6 +101,7 @@ static void table(const uint8_t *data, size_t size)
 {
 	static const char *const names[] = {"/a", "/b/c", "/d/e/f", "/g"};
 	const char *model[8] = {0};
+	uint64_t used[8] = {0}; /* the window each was last put or found in */
 	struct ident id[8];
 	unsigned canon[8];
 	struct fname_table t;
@@ -114,9 +131,10 @@ static void table(const uint8_t *data, size_t size)
 		if (op == 0) {
 			int r = fname_put(&t, x->dev, x->ino, x->igen, names[name], false, window);
 
-			if (!r)
+			if (!r) {
 				model[canon[k]] = names[name];
-			else if (r != -ENOSPC && r != -ENOMEM)
+				used[canon[k]] = window;
+			} else if (r != -ENOSPC && r != -ENOMEM)
 				abort();
 		} else {
 			const struct fname *f = fname_get(&t, x->dev, x->ino, x->igen, window);
@@ -126,6 +144,11 @@ static void table(const uint8_t *data, size_t size)
 			if (f && (!model[canon[k]] || strcmp(f->path, model[canon[k]]) ||
 				  f->dev != x->dev || f->ino != x->ino || f->igen != x->igen))
 				abort();
+			/* only names idle for more than a window are forgotten */
+			if (!f && model[canon[k]] && used[canon[k]] + 1 >= window)
+				abort();
+			if (f)
+				used[canon[k]] = window;
 		}
 	}
 	fname_table_free(&t);
