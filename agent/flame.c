@@ -580,11 +580,12 @@ static bool span_leaf(const struct flame_span *s)
 	return !strcmp(s->layer, "block");
 }
 
-/* s as (part of) one frame: ';' and control characters as ':' */
+/* s as (part of) one frame: ';' as ':' (flame_add does the control
+ * characters, for every stack) */
 static void put_frame(struct dc_buf *b, const char *s)
 {
 	for (; *s; s++)
-		buf_putc(b, *s == ';' || (unsigned char)*s < 0x20 ? ':' : *s);
+		buf_putc(b, *s == ';' ? ':' : *s);
 }
 
 int flame_nest(struct flame_span *s, size_t n, struct flame_tree *t)
