@@ -1055,25 +1055,28 @@ static int manager_close_window(struct manager *m)
 	    {.family = "stacks", .run = flip_stacks, .res = &sres, .on = stk},
 	};
 
+	struct selfcost_layer layers[] = {
+	    {.name = "syscall", .obj = m->sys ? probe_syscall_object(m->sys) : NULL},
+	    {.name = "block", .obj = m->blk ? probe_block_object(m->blk) : NULL},
+	    {.name = "page_cache", .obj = m->pc ? probe_pagecache_object(m->pc) : NULL},
+	    {.name = "io_uring", .obj = m->ur ? probe_uring_object(m->ur) : NULL},
+	    {.name = "libraries", .obj = m->up ? probe_uprobe_object(m->up) : NULL},
+	    {.name = "vfs", .obj = m->vfs ? probe_vfs_object(m->vfs) : NULL},
+	};
+
 	m->closing_seq = w.seq;
 	flip_layers(m);
+	selfcost_flip(m->cost, layers, ELEMENTSOF(layers), w.end_mono_ns - w.start_mono_ns,
+		      w.end_mono_ns);
 	flip_all(m, jobs, ELEMENTSOF(jobs));
-	{
-		/* the kernel counters first, as close to the flip as they can be */
-		struct selfcost_layer layers[] = {
-		    {"syscall", m->sys ? probe_syscall_object(m->sys) : NULL,
-		     jobs[0].cpu_ns + jobs[1].cpu_ns + jobs[7].cpu_ns},
-		    {"block", m->blk ? probe_block_object(m->blk) : NULL, jobs[2].cpu_ns},
-		    {"page_cache", m->pc ? probe_pagecache_object(m->pc) : NULL, jobs[3].cpu_ns},
-		    {"io_uring", m->ur ? probe_uring_object(m->ur) : NULL, jobs[4].cpu_ns},
-		    {"libraries", m->up ? probe_uprobe_object(m->up) : NULL, jobs[5].cpu_ns},
-		    {"vfs", m->vfs ? probe_vfs_object(m->vfs) : NULL, jobs[6].cpu_ns},
-		};
-
-		selfcost_window(m->cost, layers, ELEMENTSOF(layers),
-				w.end_mono_ns - w.start_mono_ns, w.end_mono_ns);
-		stats_window_start(m, w.end_mono_ns);
-	}
+	layers[0].user_ns = jobs[0].cpu_ns + jobs[1].cpu_ns + jobs[7].cpu_ns;
+	layers[1].user_ns = jobs[2].cpu_ns;
+	layers[2].user_ns = jobs[3].cpu_ns;
+	layers[3].user_ns = jobs[4].cpu_ns;
+	layers[4].user_ns = jobs[5].cpu_ns;
+	layers[5].user_ns = jobs[6].cpu_ns;
+	selfcost_window(m->cost, layers, ELEMENTSOF(layers));
+	stats_window_start(m, w.end_mono_ns);
 	m->fres = &fres;
 	m->urd = m->ur ? &urres : NULL;
 	if (m->up)

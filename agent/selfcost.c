@@ -14,11 +14,14 @@
 
 #define NAME_MAX_LEN 64
 
-/* A program's counters at the last read: they only grow while it lives. */
+/* A program's counters at the last read: they only grow while it lives.
+ * The same for an object's own count of its programs' runs (dc_runs,
+ * bpf/common.bpf.h), keyed apart from the program ids by RUNS_KEY. */
 struct prog_prev {
-	uint32_t id;
+	uint64_t id;
 	uint64_t run_ns, runs;
 };
+#define RUNS_KEY(map_id) ((uint64_t)1 << 32 | (map_id))
 
 struct prog_win {
 	const char *layer;
@@ -57,9 +60,12 @@ struct selfcost {
 	size_t n_progs, cap_progs;
 	struct layer_win layers[16];
 	size_t n_layers;
+	uint64_t now_ns; /* the last flip */
 	struct map_win *maps, *rings;
 	size_t n_maps, cap_maps, n_rings, cap_rings;
 	long page;
+	uint64_t *percpu; /* one dc_runs value per possible CPU */
+	int ncpus;
 };
 
 static bool sysctl_stats_on(void)
@@ -90,6 +96,18 @@ int selfcost_new(bool bpf_stats, double duty, double map_scan_sec, struct selfco
 	if (!s)
 		return -ENOMEM;
 	s->page = sysconf(_SC_PAGESIZE);
+	s->ncpus = libbpf_num_possible_cpus();
+	if (s->ncpus <= 0) {
+		int r = s->ncpus ? s->ncpus : -EINVAL;
+
+		free(s);
+		return r;
+	}
+	s->percpu = calloc((size_t)s->ncpus, sizeof(*s->percpu));
+	if (!s->percpu) {
+		free(s);
+		return -ENOMEM;
+	}
 	s->scan_ns = map_scan_sec > 0 ? (uint64_t)(map_scan_sec * 1e9) : 0;
 	s->stats_fd = -1;
 	if (!bpf_stats) {
@@ -110,6 +128,7 @@ int selfcost_new(bool bpf_stats, double duty, double map_scan_sec, struct selfco
 		else if (sysctl_stats_on())
 			snprintf(s->stats_state, sizeof(s->stats_state), "sysctl");
 		else {
+			s->scale = 0; /* runs as counted by the programs, no run time */
 			snprintf(s->stats_state, sizeof(s->stats_state),
 				 "off: the kernel refused BPF_ENABLE_STATS (%s)", strerror(errno));
 			log_notice("BPF program run times unavailable (%s): the agent's cost "
@@ -132,6 +151,7 @@ struct selfcost *selfcost_free(struct selfcost *s)
 	free(s->progs);
 	free(s->maps);
 	free(s->rings);
+	free(s->percpu);
 	free(s);
 	return NULL;
 }
@@ -156,16 +176,45 @@ void selfcost_adopt(struct selfcost *s, struct selfcost *old)
 	old->cap_prev = cap;
 }
 
-static const struct prog_prev *prev_find(const struct selfcost *s, uint32_t id)
+static const struct prog_prev *prev_find(const struct selfcost *s, uint64_t id)
 {
 	struct prog_prev k = {.id = id};
 
 	return s->n_prev ? bsearch(&k, s->prev, s->n_prev, sizeof(k), prev_cmp) : NULL;
 }
 
+/* Runs the object's programs counted themselves since the last read, or
+ * -1 when the object has no such counter or it cannot be read. */
+static int64_t read_runs(struct selfcost *s, struct bpf_object *obj)
+{
+	const struct bpf_map *map = bpf_object__find_map_by_name(obj, "dc_runs");
+	struct bpf_map_info info;
+	__u32 len = sizeof(info), zero = 0;
+	const struct prog_prev *p;
+	struct prog_prev *pp;
+	uint64_t total = 0;
+	int fd = map ? bpf_map__fd(map) : -1;
+
+	memset(&info, 0, sizeof(info));
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) ||
+	    bpf_map_lookup_elem(fd, &zero, s->percpu))
+		return -1;
+	for (int c = 0; c < s->ncpus; c++)
+		total += s->percpu[c];
+	pp = VEC_PUSH(s->cur, s->n_cur, s->cap_cur);
+	if (pp)
+		*pp = (struct prog_prev){.id = RUNS_KEY(info.id), .runs = total};
+	p = prev_find(s, RUNS_KEY(info.id));
+	return (int64_t)(total - (p ? p->runs : 0));
+}
+
 static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_object *obj)
 {
 	struct bpf_program *prog;
+	size_t first = s->n_progs;
+	uint64_t sampled = 0, sampled_ns = 0;
+	int64_t counted = read_runs(s, obj);
+	double f;
 
 	bpf_object__for_each_program(prog, obj)
 	{
@@ -191,11 +240,8 @@ static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_o
 		if (pp)
 			*pp = (struct prog_prev){
 			    .id = info.id, .run_ns = info.run_time_ns, .runs = info.run_cnt};
-		/* sampled: what ran while the statistics were on, scaled to the window */
-		dns = (uint64_t)((double)dns * s->scale);
-		druns = (uint64_t)((double)druns * s->scale);
-		lw->run_ns += dns;
-		lw->runs += druns;
+		sampled += druns;
+		sampled_ns += dns;
 		if (!druns)
 			continue;
 		pw = VEC_PUSH(s->progs, s->n_progs, s->cap_progs);
@@ -203,6 +249,27 @@ static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_o
 			continue; /* out of memory: left out of this window's list only */
 		*pw = (struct prog_win){.layer = lw->name, .run_ns = dns, .runs = druns};
 		snprintf(pw->name, NAME_MAX_LEN, "%s", bpf_program__name(prog));
+	}
+	/*
+	 * Statistics on all window (scale 1): the kernel's counts are exact.
+	 * Sampled, the layer's runs are the ones its programs counted, and
+	 * the sample gives the time per run and each program's share: scaled
+	 * up by time instead, a sample reads low, fewer calls being made while
+	 * the statistics slow each of them (0.65 to 0.87 of the runs under a
+	 * system-call-bound writer, docs/operations.md). A layer whose
+	 * programs did not run in the sample has runs and no run time.
+	 */
+	if (s->scale == 1 || counted < 0) {
+		f = s->scale;
+		lw->runs = (uint64_t)((double)sampled * f);
+	} else {
+		f = sampled ? (double)counted / (double)sampled : 0;
+		lw->runs = (uint64_t)counted;
+	}
+	lw->run_ns = (uint64_t)((double)sampled_ns * f);
+	for (size_t i = first; i < s->n_progs; i++) {
+		s->progs[i].runs = (uint64_t)((double)s->progs[i].runs * f);
+		s->progs[i].run_ns = (uint64_t)((double)s->progs[i].run_ns * f);
 	}
 }
 
@@ -295,10 +362,11 @@ static void read_maps(struct selfcost *s, const char *layer, struct bpf_object *
 	}
 }
 
-void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, size_t n,
-		     uint64_t window_ns, uint64_t now_ns)
+void selfcost_flip(struct selfcost *s, const struct selfcost_layer *layers, size_t n,
+		   uint64_t window_ns, uint64_t now_ns)
 {
 	s->window_ns = window_ns;
+	s->now_ns = now_ns;
 	s->bpf_ns = 0;
 	if (s->sampling) {
 		if (s->on_since_ns) {
@@ -314,19 +382,15 @@ void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, si
 			s->scale = 1;
 		s->on_ns = 0;
 	}
-	s->n_cur = s->n_progs = s->n_layers = s->n_maps = s->n_rings = 0;
-	s->scanned = s->scan_ns && now_ns - s->last_scan_ns >= s->scan_ns;
-	if (s->scanned)
-		s->last_scan_ns = now_ns;
+	s->n_cur = s->n_progs = s->n_layers = 0;
 	for (size_t i = 0; i < n && s->n_layers < ELEMENTSOF(s->layers); i++) {
 		struct layer_win *lw;
 
 		if (!layers[i].obj)
 			continue;
 		lw = &s->layers[s->n_layers++];
-		*lw = (struct layer_win){.name = layers[i].name, .user_ns = layers[i].user_ns};
+		*lw = (struct layer_win){.name = layers[i].name};
 		read_programs(s, lw, layers[i].obj);
-		read_maps(s, layers[i].name, layers[i].obj);
 		s->bpf_ns += lw->run_ns;
 	}
 	/* programs that went away (a family stopped) leave the table with it */
@@ -340,6 +404,23 @@ void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, si
 		s->n_prev = s->n_cur;
 		s->cur = t;
 		s->cap_cur = c;
+	}
+}
+
+void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, size_t n)
+{
+	size_t k = 0;
+
+	s->n_maps = s->n_rings = 0;
+	s->scanned = s->scan_ns && s->now_ns - s->last_scan_ns >= s->scan_ns;
+	if (s->scanned)
+		s->last_scan_ns = s->now_ns;
+	/* the layers selfcost_flip read, in the same order */
+	for (size_t i = 0; i < n && k < s->n_layers; i++) {
+		if (!layers[i].obj)
+			continue;
+		s->layers[k++].user_ns = layers[i].user_ns;
+		read_maps(s, layers[i].name, layers[i].obj);
 	}
 }
 
@@ -440,8 +521,12 @@ void selfcost_json(const struct selfcost *s, struct dc_json *j)
 		json_double(j, sec > 0 ? (double)l->runs / sec : 0);
 		json_key(j, "run_ns");
 		json_u64(j, l->run_ns);
+		/* runs without run time: counted, not timed (no sample) */
 		json_key(j, "ns_per_run");
-		json_double(j, l->runs ? (double)l->run_ns / (double)l->runs : 0);
+		if (l->runs && !l->run_ns)
+			json_null(j);
+		else
+			json_double(j, l->runs ? (double)l->run_ns / (double)l->runs : 0);
 		json_key(j, "bpf_share");
 		json_double(j, share(l->run_ns, s->window_ns));
 		json_key(j, "user_ns");

@@ -37,10 +37,18 @@ struct selfcost *selfcost_free(struct selfcost *s);
  * (self.* reloaded) counts the programs from then, not from their load. */
 void selfcost_adopt(struct selfcost *s, struct selfcost *old);
 
-/* Read the counters of every program of the layers: the account of the
- * window that ended at now_ns (CLOCK_MONOTONIC). */
-void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, size_t n,
-		     uint64_t window_ns, uint64_t now_ns);
+/* Read the counters of every program of the layers, the kernel's and the
+ * programs' own count of their runs (bpf/common.bpf.h): the account of the
+ * window that ended at now_ns (CLOCK_MONOTONIC). Called at the window's
+ * flip, so that the counts end where the window's calls do, not a drain (a
+ * grace period, busy threads) later: read after the drain, a steady
+ * writer's runs per call varied by 4% from window to window. */
+void selfcost_flip(struct selfcost *s, const struct selfcost_layer *layers, size_t n,
+		   uint64_t window_ns, uint64_t now_ns);
+/* Complete the window's account after the drain: the layers as given to
+ * selfcost_flip, now with the CPU each drain took; the fill of their maps
+ * and rings. */
+void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, size_t n);
 
 /* Sampling: how long after a window starts to switch the statistics off
  * (0: not sampling), and the switches (the manager's timer calls off, the

@@ -525,6 +525,7 @@ static __always_inline void on_complete(struct request *rq, __u64 key, unsigned 
 SEC("tp_btf/block_bio_queue")
 int BPF_PROG(dc_bio_queue_btf, struct bio *bio)
 {
+	dc_run();
 	on_bio_queue(bio, ctx_addr(ctx, 0), true);
 	return 0;
 }
@@ -537,6 +538,7 @@ int BPF_PROG(dc_bio_queue_btf, struct bio *bio)
 SEC("tp_btf/block_split")
 int BPF_PROG(dc_bio_split_btf, struct bio *bio)
 {
+	dc_run();
 	on_bio_queue(bio, ctx_addr(ctx, 0), true);
 	return 0;
 }
@@ -544,6 +546,7 @@ int BPF_PROG(dc_bio_split_btf, struct bio *bio)
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(dc_rq_issue_btf, struct request *rq)
 {
+	dc_run();
 	on_issue(rq, ctx_addr(ctx, 0), true);
 	return 0;
 }
@@ -551,6 +554,7 @@ int BPF_PROG(dc_rq_issue_btf, struct request *rq)
 SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(dc_rq_requeue_btf, struct request *rq)
 {
+	dc_run();
 	on_requeue(ctx_addr(ctx, 0));
 	return 0;
 }
@@ -558,6 +562,7 @@ int BPF_PROG(dc_rq_requeue_btf, struct request *rq)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(dc_rq_complete_btf, struct request *rq, int error, unsigned int nr_bytes)
 {
+	dc_run();
 	on_complete(rq, ctx_addr(ctx, 0), nr_bytes, true);
 	return 0;
 }
@@ -565,6 +570,7 @@ int BPF_PROG(dc_rq_complete_btf, struct request *rq, int error, unsigned int nr_
 SEC("raw_tp/block_bio_queue")
 int BPF_PROG(dc_bio_queue_raw, struct bio *bio)
 {
+	dc_run();
 	on_bio_queue(bio, ctx[0], false);
 	return 0;
 }
@@ -572,6 +578,7 @@ int BPF_PROG(dc_bio_queue_raw, struct bio *bio)
 SEC("raw_tp/block_split")
 int BPF_PROG(dc_bio_split_raw, struct bio *bio)
 {
+	dc_run();
 	on_bio_queue(bio, ctx[0], false);
 	return 0;
 }
@@ -579,6 +586,7 @@ int BPF_PROG(dc_bio_split_raw, struct bio *bio)
 SEC("raw_tp/block_rq_issue")
 int BPF_PROG(dc_rq_issue_raw, struct request *rq)
 {
+	dc_run();
 	on_issue(rq, ctx[0], false);
 	return 0;
 }
@@ -586,6 +594,7 @@ int BPF_PROG(dc_rq_issue_raw, struct request *rq)
 SEC("raw_tp/block_rq_requeue")
 int BPF_PROG(dc_rq_requeue_raw, struct request *rq)
 {
+	dc_run();
 	on_requeue(ctx[0]);
 	return 0;
 }
@@ -593,6 +602,7 @@ int BPF_PROG(dc_rq_requeue_raw, struct request *rq)
 SEC("raw_tp/block_rq_complete")
 int BPF_PROG(dc_rq_complete_raw, struct request *rq, int error, unsigned int nr_bytes)
 {
+	dc_run();
 	on_complete(rq, ctx[0], nr_bytes, false);
 	return 0;
 }

@@ -160,6 +160,30 @@ static __always_inline __u64 dc_task_cgroup_id(struct task_struct *task)
 	return kn ? kn->id : 0;
 }
 
+/*
+ * Runs of this object's programs, every program counting itself first
+ * thing: the kernel's run counts exist only while its statistics are on
+ * (agent/selfcost.h samples them), and a sample scaled up by time reads
+ * low, since the statistics' clock reads slow every call while they are
+ * on. A plain add: a program preempted between the load and the store of
+ * it can lose another's run on that CPU, which a cost estimate can bear.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} dc_runs SEC(".maps");
+
+static __always_inline void dc_run(void)
+{
+	__u32 z = 0;
+	__u64 *c = bpf_map_lookup_elem(&dc_runs, &z);
+
+	if (c)
+		*c += 1;
+}
+
 static __always_inline void dc_count(void *counters, __u32 which)
 {
 	__u64 *c = bpf_map_lookup_elem(counters, &which);

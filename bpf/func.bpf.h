@@ -160,6 +160,7 @@ static __always_inline void fn_entry(__u32 func, bool may_irq)
 	struct dc_fn_stack *st = fn_irq_stack_of(may_irq);
 	__u32 d;
 
+	dc_run(); /* every program of the layer runs one of these three */
 	/* no process in an interrupt: none to leave out, by either test; a
 	 * stale top (above) means the whole stack is leftovers */
 	if (st) {
@@ -209,6 +210,7 @@ static __always_inline void fn_return(long ret, __u32 func, bool bytes, bool may
 	__u32 d;
 	bool inserted;
 
+	dc_run();
 	if (irq) {
 		/* tgid and cgroup_id stay 0: no process */
 		if (!st->depth) {
@@ -303,6 +305,7 @@ static __always_inline void fn_event(__u32 func)
 	struct dc_fn_val *v;
 	bool inserted;
 
+	dc_run();
 	k.tgid = task->tgid;
 	if (k.tgid == agent_tgid)
 		return;

@@ -138,6 +138,7 @@ static __always_inline __u64 folio_pages(struct folio *folio)
 SEC("tp_btf/mm_filemap_add_to_page_cache")
 int BPF_PROG(dc_pc_add_btf, struct folio *folio)
 {
+	dc_run();
 	account(ADDED, folio_pages(folio));
 	return 0;
 }
@@ -145,6 +146,7 @@ int BPF_PROG(dc_pc_add_btf, struct folio *folio)
 SEC("tp_btf/mm_filemap_delete_from_page_cache")
 int BPF_PROG(dc_pc_del_btf, struct folio *folio)
 {
+	dc_run();
 	account(REMOVED, folio_pages(folio));
 	return 0;
 }
@@ -152,6 +154,7 @@ int BPF_PROG(dc_pc_del_btf, struct folio *folio)
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(dc_pc_dirty_btf, struct folio *folio)
 {
+	dc_run();
 	account(DIRTIED, folio_pages(folio));
 	return 0;
 }
@@ -159,6 +162,7 @@ int BPF_PROG(dc_pc_dirty_btf, struct folio *folio)
 SEC("tp_btf/mm_filemap_fault")
 int BPF_PROG(dc_pc_fault_btf)
 {
+	dc_run();
 	account(FAULT, 0);
 	return 0;
 }
@@ -166,6 +170,7 @@ int BPF_PROG(dc_pc_fault_btf)
 SEC("tp_btf/mm_filemap_map_pages")
 int BPF_PROG(dc_pc_around_btf)
 {
+	dc_run();
 	account(AROUND, 0);
 	return 0;
 }
@@ -180,6 +185,7 @@ static __always_inline __u64 tp_order_pages(struct trace_event_raw_mm_filemap_op
 SEC("tracepoint/filemap/mm_filemap_add_to_page_cache")
 int dc_pc_add_tp(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 {
+	dc_run();
 	account(ADDED, tp_order_pages(ctx));
 	return 0;
 }
@@ -187,6 +193,7 @@ int dc_pc_add_tp(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 SEC("tracepoint/filemap/mm_filemap_delete_from_page_cache")
 int dc_pc_del_tp(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 {
+	dc_run();
 	account(REMOVED, tp_order_pages(ctx));
 	return 0;
 }
@@ -196,6 +203,7 @@ int dc_pc_del_tp(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 SEC("tracepoint/writeback/writeback_dirty_folio")
 int dc_pc_dirty_tp(void *ctx)
 {
+	dc_run();
 	account(DIRTIED, 1);
 	return 0;
 }
@@ -203,6 +211,7 @@ int dc_pc_dirty_tp(void *ctx)
 SEC("tracepoint/filemap/mm_filemap_fault")
 int dc_pc_fault_tp(void *ctx)
 {
+	dc_run();
 	account(FAULT, 0);
 	return 0;
 }
@@ -210,6 +219,7 @@ int dc_pc_fault_tp(void *ctx)
 SEC("tracepoint/filemap/mm_filemap_map_pages")
 int dc_pc_around_tp(void *ctx)
 {
+	dc_run();
 	account(AROUND, 0);
 	return 0;
 }

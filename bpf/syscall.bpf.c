@@ -585,6 +585,7 @@ static __always_inline __u64 regs_size_arg(struct pt_regs *regs, __u32 src)
 		struct dc_stash *st;                                                            \
 		bool resumed;                                                                   \
                                                                                                 \
+		dc_run();                                                                       \
 		if (compat_call(task)) {                                                        \
 			compat_skip(task, op);                                                  \
 			return 0;                                                               \
@@ -612,6 +613,7 @@ DC_ENTER_PROG("tp_btf/sys_enter", dc_enter_btf_dr, BTF_ARG, true)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(dc_exit_btf, struct pt_regs *regs, long ret)
 {
+	dc_run();
 	on_exit(ctx, DC_REGS_SYSCALL_NR(regs), ret, DC_REGS_SP(regs), false);
 	return 0;
 }
@@ -619,6 +621,7 @@ int BPF_PROG(dc_exit_btf, struct pt_regs *regs, long ret)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(dc_exit_btf_dr, struct pt_regs *regs, long ret)
 {
+	dc_run();
 	on_exit(ctx, DC_REGS_SYSCALL_NR(regs), ret, DC_REGS_SP(regs), true);
 	return 0;
 }
@@ -626,6 +629,7 @@ int BPF_PROG(dc_exit_btf_dr, struct pt_regs *regs, long ret)
 SEC("raw_tp/sys_exit")
 int BPF_PROG(dc_exit_raw, struct pt_regs *regs, long ret)
 {
+	dc_run();
 	on_exit(ctx, BPF_CORE_READ(regs, DC_REGS_NR_FIELD), ret, DC_CORE_REGS_SP(regs), false);
 	return 0;
 }
@@ -641,6 +645,7 @@ int dc_enter_tp(struct trace_event_raw_sys_enter *ctx)
 	struct dc_stash *st;
 	bool resumed;
 
+	dc_run();
 	if (compat_call(task)) {
 		compat_skip(task, op);
 		return 0;
@@ -680,6 +685,7 @@ int dc_enter_tp(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/raw_syscalls/sys_exit")
 int dc_exit_tp(struct trace_event_raw_sys_exit *ctx)
 {
+	dc_run();
 	/* no user registers here: a frameless leaf's caller stays unknown */
 	on_exit(ctx, ctx->id, ctx->ret, 0, false);
 	return 0;
@@ -718,6 +724,7 @@ static __always_inline void on_switch(void *ctx, bool preempt)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(dc_switch_btf, bool preempt)
 {
+	dc_run();
 	on_switch(ctx, preempt);
 	return 0;
 }
@@ -725,6 +732,7 @@ int BPF_PROG(dc_switch_btf, bool preempt)
 SEC("raw_tp/sched_switch")
 int BPF_PROG(dc_switch_raw, bool preempt)
 {
+	dc_run();
 	on_switch(ctx, preempt);
 	return 0;
 }
@@ -732,6 +740,7 @@ int BPF_PROG(dc_switch_raw, bool preempt)
 SEC("tracepoint/sched/sched_switch")
 int dc_switch_tp(void *ctx)
 {
+	dc_run();
 	on_switch(ctx, false);
 	return 0;
 }

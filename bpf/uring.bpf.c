@@ -127,6 +127,7 @@ static __always_inline void complete(void *req, __s32 res, __u32 cflags)
 SEC("tp_btf/io_uring_submit_req")
 int BPF_PROG(dc_ur_submit_btf, struct io_kiocb *req)
 {
+	dc_run();
 	submit(req, req->opcode);
 	return 0;
 }
@@ -136,6 +137,7 @@ int BPF_PROG(dc_ur_submit_btf, struct io_kiocb *req)
 SEC("tp_btf/io_uring_complete")
 int BPF_PROG(dc_ur_complete_btf, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
 {
+	dc_run();
 	complete(req, cqe->res, cqe->flags);
 	return 0;
 }
@@ -143,6 +145,7 @@ int BPF_PROG(dc_ur_complete_btf, struct io_ring_ctx *ring, void *req, struct io_
 SEC("tracepoint/io_uring/io_uring_submit_req")
 int dc_ur_submit_tp(struct trace_event_raw_io_uring_submit_req *ctx)
 {
+	dc_run();
 	submit(BPF_CORE_READ(ctx, req), BPF_CORE_READ(ctx, opcode));
 	return 0;
 }
@@ -151,6 +154,7 @@ int dc_ur_submit_tp(struct trace_event_raw_io_uring_submit_req *ctx)
 SEC("tracepoint/io_uring/io_uring_submit_sqe")
 int dc_ur_submit_sqe_tp(struct trace_event_raw_io_uring_submit_sqe *ctx)
 {
+	dc_run();
 	submit(BPF_CORE_READ(ctx, req), BPF_CORE_READ(ctx, opcode));
 	return 0;
 }
@@ -158,6 +162,7 @@ int dc_ur_submit_sqe_tp(struct trace_event_raw_io_uring_submit_sqe *ctx)
 SEC("tracepoint/io_uring/io_uring_complete")
 int dc_ur_complete_tp(struct trace_event_raw_io_uring_complete *ctx)
 {
+	dc_run();
 	complete(BPF_CORE_READ(ctx, req), BPF_CORE_READ(ctx, res), BPF_CORE_READ(ctx, cflags));
 	return 0;
 }
