@@ -214,8 +214,9 @@ static const struct dc_cfg_item items[] = {
      "program on the node while on, since the kernel has one switch for all); false: the "
      "cost and the budget count the agent's user-space CPU only"},
     {"self.bpf_stats_duty", CFG_FLOAT, F(self_bpf_stats_duty), "0.1", 0.01, 1, NULL,
-     "share of each window the statistics are on (they are scaled up to the window): "
-     "they cost two clock reads per program run on the whole node while on; 1: always"},
+     "share of each window the statistics are on (their time per run is applied to the runs "
+     "the programs count themselves): they cost two clock reads per program run on the whole "
+     "node while on; 1: always"},
     {"self.map_scan_sec", CFG_FLOAT, F(self_map_scan_sec), "10", 0, 86400, NULL,
      "how often the hash maps are walked to publish their fill (one system call per entry); "
      "0: never"},

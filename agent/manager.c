@@ -2461,7 +2461,7 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	r = selfcost_new(cfg->self_bpf_stats, cfg->self_bpf_stats_duty, cfg->self_map_scan_sec,
 			 &m->cost);
 	if (r < 0)
-		return log_error_errno(r, "Out of memory");
+		return log_error_errno(r, "Cannot set up the agent's self-measurement: %m");
 	r = jobpool_new(FAMILY_JOBS_MAX, "dc-drain", &m->pool);
 	if (r < 0)
 		return log_error_errno(r, "Out of memory");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,7 @@ struct selfcost {
 	/* sampled statistics: on for duty of each window, scaled up by the
 	 * time they were on (on_since: when switched on, 0 when off) */
 	bool sampling;
+	bool untimed; /* statistics off by configuration or refused: no run time */
 	double duty, scale;
 	uint64_t on_since_ns, on_ns;
 	uint64_t scan_ns, last_scan_ns;
@@ -111,6 +113,7 @@ int selfcost_new(bool bpf_stats, double duty, double map_scan_sec, struct selfco
 	s->scan_ns = map_scan_sec > 0 ? (uint64_t)(map_scan_sec * 1e9) : 0;
 	s->stats_fd = -1;
 	if (!bpf_stats) {
+		s->untimed = true;
 		snprintf(s->stats_state, sizeof(s->stats_state), "off: self.bpf_stats = false");
 	} else {
 		/* the kernel times every program while any such fd is open, and
@@ -128,7 +131,7 @@ int selfcost_new(bool bpf_stats, double duty, double map_scan_sec, struct selfco
 		else if (sysctl_stats_on())
 			snprintf(s->stats_state, sizeof(s->stats_state), "sysctl");
 		else {
-			s->scale = 0; /* runs as counted by the programs, no run time */
+			s->untimed = true;
 			snprintf(s->stats_state, sizeof(s->stats_state),
 				 "off: the kernel refused BPF_ENABLE_STATS (%s)", strerror(errno));
 			log_notice("BPF program run times unavailable (%s): the agent's cost "
@@ -184,7 +187,7 @@ static const struct prog_prev *prev_find(const struct selfcost *s, uint64_t id)
 }
 
 /* Runs the object's programs counted themselves since the last read, or
- * -1 when the object has no such counter or it cannot be read. */
+ * -1 when the object has no such counter. */
 static int64_t read_runs(struct selfcost *s, struct bpf_object *obj)
 {
 	const struct bpf_map *map = bpf_object__find_map_by_name(obj, "dc_runs");
@@ -196,15 +199,27 @@ static int64_t read_runs(struct selfcost *s, struct bpf_object *obj)
 	int fd = map ? bpf_map__fd(map) : -1;
 
 	memset(&info, 0, sizeof(info));
-	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) ||
-	    bpf_map_lookup_elem(fd, &zero, s->percpu))
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
 		return -1;
+	p = prev_find(s, RUNS_KEY(info.id));
+	pp = VEC_PUSH(s->cur, s->n_cur, s->cap_cur);
+	if (bpf_map_lookup_elem(fd, &zero, s->percpu)) {
+		/* unread this window: the last reading stays the base, so that
+		 * the next window does not count everything since the load */
+		if (pp && p)
+			*pp = *p;
+		else if (pp)
+			s->n_cur--;
+		return -1;
+	}
 	for (int c = 0; c < s->ncpus; c++)
 		total += s->percpu[c];
-	pp = VEC_PUSH(s->cur, s->n_cur, s->cap_cur);
 	if (pp)
 		*pp = (struct prog_prev){.id = RUNS_KEY(info.id), .runs = total};
-	p = prev_find(s, RUNS_KEY(info.id));
+	/* a plain add can go back: a program preempted between its load and
+	 * its store writes over the runs counted meanwhile on that CPU */
+	if (p && total < p->runs)
+		return 0;
 	return (int64_t)(total - (p ? p->runs : 0));
 }
 
@@ -251,25 +266,29 @@ static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_o
 		snprintf(pw->name, NAME_MAX_LEN, "%s", bpf_program__name(prog));
 	}
 	/*
-	 * Statistics on all window (scale 1): the kernel's counts are exact.
-	 * Sampled, the layer's runs are the ones its programs counted, and
-	 * the sample gives the time per run and each program's share: scaled
-	 * up by time instead, a sample reads low, fewer calls being made while
-	 * the statistics slow each of them (0.65 to 0.87 of the runs under a
-	 * system-call-bound writer, docs/operations.md). A layer whose
-	 * programs did not run in the sample has runs and no run time.
+	 * The layer's runs are the ones its programs counted; what the kernel
+	 * timed (a sample, or all window: then f is about 1) gives the time
+	 * per run and each program's share of them. Scaled up by time
+	 * instead, a sample read low, fewer calls being made while the
+	 * statistics slow each of them (0.50 to 0.93 of the runs under a
+	 * system-call-bound writer, docs/operations.md), and up to 1/duty high
+	 * while another tool had the statistics on. A layer whose programs
+	 * did not run in the sample has runs and no run time.
 	 */
-	if (s->scale == 1 || counted < 0) {
-		f = s->scale;
-		lw->runs = (uint64_t)((double)sampled * f);
-	} else {
+	if (counted >= 0) {
 		f = sampled ? (double)counted / (double)sampled : 0;
 		lw->runs = (uint64_t)counted;
+	} else {
+		f = s->scale;
+		lw->runs = (uint64_t)llround((double)sampled * f);
 	}
-	lw->run_ns = (uint64_t)((double)sampled_ns * f);
+	if (s->untimed) /* timed by someone else: not the agent's to publish */
+		sampled_ns = 0;
+	lw->run_ns = (uint64_t)llround((double)sampled_ns * f);
 	for (size_t i = first; i < s->n_progs; i++) {
-		s->progs[i].runs = (uint64_t)((double)s->progs[i].runs * f);
-		s->progs[i].run_ns = (uint64_t)((double)s->progs[i].run_ns * f);
+		s->progs[i].runs = (uint64_t)llround((double)s->progs[i].runs * f);
+		s->progs[i].run_ns =
+		    s->untimed ? 0 : (uint64_t)llround((double)s->progs[i].run_ns * f);
 	}
 }
 

@@ -10,10 +10,11 @@
 
 /*
  * What the agent costs the node and how full its kernel state is, measured
- * every window: each BPF program's run time and run count (the kernel's
- * per-program statistics, switched on for the agent's lifetime through the
- * stats fd, not the global sysctl), per layer the kernel and user CPU it
- * took, the fill of its maps and ring buffers.
+ * every window: each layer's BPF program runs (counted by the programs
+ * themselves, bpf/common.bpf.h) and run time (the kernel's per-program
+ * statistics, switched on through the stats fd, not the global sysctl),
+ * per layer the kernel and user CPU it took, the fill of its maps and ring
+ * buffers.
  */
 struct selfcost;
 
@@ -29,8 +30,9 @@ struct selfcost_layer {
  * each window the statistics are on (1: always). While on, the kernel
  * reads the clock twice around every BPF program run on the node: about
  * 185 ns per system call on this VM's paravirtual clock (two programs),
- * a third of the agent's cost per call. Sampled, a window's run time and
- * count are what ran while on, times window / time on. */
+ * a third of the agent's cost per call. Sampled, a layer's run time is
+ * the sample's time per run times the runs its programs counted, and each
+ * program's runs and time are its share of the sample's. */
 int selfcost_new(bool bpf_stats, double duty, double map_scan_sec, struct selfcost **ret);
 struct selfcost *selfcost_free(struct selfcost *s);
 /* Take over old's last readings of the programs, so that a replacement

@@ -18,6 +18,7 @@ usage: test_budget.py SCENARIO AGENT TRACELOAD
 """
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -79,11 +80,9 @@ def binary_rss_kib(pid, path):
     return rss
 
 
-def agent_runs(pid):
-    """(kernel run counts summed over the agent's programs, the programs'
-    own counts summed over its dc_runs maps), from /proc and bpftool: maps
-    first, so that the runs made between the two reads (bpftool's own calls)
-    are the same in every snapshot."""
+def agent_bpf(pid):
+    """The agent's programs ({id: kernel run count}) and its dc_runs maps,
+    from its descriptors' fdinfo."""
     named = {m["id"] for m in json.loads(subprocess.check_output(["bpftool", "-j", "map", "show"]))
              if m.get("name") == "dc_runs"}
     progs, maps = {}, set()
@@ -99,25 +98,50 @@ def agent_runs(pid):
             maps.add(int(info["map_id"]))
         elif kind == "anon_inode:bpf-prog":
             progs[int(info["prog_id"])] = int(info.get("run_cnt", 0))
+    return progs, maps
+
+
+def percpu_sum(entry):
+    """The sum over CPUs of a bpftool per-CPU array entry, with BTF or without
+    (a value is then its bytes in hex, little-endian)."""
+    e = entry.get("formatted", entry)
+    total = 0
+    for v in e["values"]:
+        x = v["value"]
+        total += int.from_bytes(bytes(int(b, 16) for b in x), "little") if isinstance(x, list) \
+            else int(x)
+    return total
+
+
+def agent_runs(pid):
+    """(kernel runs before, the programs' own count, kernel runs after):
+    every process on the node runs the programs while bpftool reads the
+    counters, so the own count lies between the kernel's two readings."""
+    progs, maps = agent_bpf(pid)
+    k1 = sum(progs.values())
     counted = 0
     for m in sorted(maps):
         for e in json.loads(subprocess.check_output(["bpftool", "-j", "map", "dump", "id", str(m)])):
-            e = e.get("formatted", e)
-            counted += sum(int(v["value"]) for v in e["values"])
-    return sum(progs.values()), counted, len(maps)
+            counted += percpu_sum(e)
+    k2 = sum(agent_bpf(pid)[0].values())
+    return k1, counted, k2
 
 
 def stats_fd_holder():
     """A process holding the kernel's BPF statistics on (BPF_ENABLE_STATS),
-    as bpftop does, until killed."""
+    as bpftop does, until killed; None where the bpf system call's number
+    is not known here."""
+    nr = {"x86_64": 321, "aarch64": 280}.get(platform.machine())
+    if nr is None:
+        return None
     code = ("import ctypes, os, sys, time\n"
             "libc = ctypes.CDLL(None, use_errno=True)\n"
             "attr = (ctypes.c_ubyte * 128)()  # enable_stats.type = BPF_STATS_RUN_TIME (0)\n"
-            "fd = libc.syscall(321, 32, attr, 128)  # bpf(BPF_ENABLE_STATS), x86_64\n"
+            "fd = libc.syscall(%d, 32, attr, 128)  # bpf(BPF_ENABLE_STATS)\n"
             "if fd < 0:\n"
             "    sys.exit(os.strerror(ctypes.get_errno()))\n"
             "print('on', flush=True)\n"
-            "time.sleep(600)\n")
+            "time.sleep(600)\n" % nr)
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     if p.stdout.readline().strip() != "on":
         p.wait()
@@ -137,15 +161,22 @@ def scenario_selfcost(agent_bin, load_bin):
     pid = load(load_bin, data, 20000)
     time.sleep(0.6)
     after = agent_runs(a.proc.pid)
-    # every program counts its own runs first thing, once: the sampled
-    # statistics scale to that count (a program left out, or counting
-    # twice, is off by its share of the runs, here a half for the system
-    # call exit). The agent's and bpftool's own calls between two reads
-    # are the slack.
-    kernel, counted = after[0] - before[0], after[1] - before[1]
-    c.check(after[2] >= 3 and kernel >= 40000 and abs(counted - kernel) <= 0.02 * kernel + 2000,
-            "the programs' own run count agrees with the kernel's (%d against %d, %d objects)"
-            % (counted, kernel, after[2]))
+    # every program counts its own runs first thing, once (a program left
+    # out, or counting twice, is off by its share of the runs: a half for
+    # the system call exit); the 1% slack is for runs a plain add lost
+    lo, hi = after[0] - before[2], after[2] - before[0]
+    counted = after[1] - before[1]
+    c.check(lo >= 40000 and 0.99 * lo <= counted <= hi,
+            "the programs' own run count agrees with the kernel's (%d, the kernel's %d to %d)"
+            % (counted, lo, hi))
+    progs, maps = agent_bpf(a.proc.pid)
+    shown = {p["id"]: p for p in json.loads(subprocess.check_output(["bpftool", "-j", "prog",
+                                                                      "show"]))}
+    blind = [shown.get(i, {}).get("name", i) for i in progs
+             if not maps & set(shown.get(i, {}).get("map_ids", []))]
+    c.check(len(maps) >= 3 and progs and not blind,
+            "every program of the agent's %d uses its object's run counter (%d objects; "
+            "without: %s)" % (len(progs), len(maps), blind))
     # the embedded BPF objects (3.7 MB, the VFS one 2.9 MB) are released
     # once libbpf opened them: what stays resident of the agent's own file
     # is its code and data (mech_release_image, agent/mechanism.h)
@@ -167,9 +198,11 @@ def scenario_selfcost(agent_bin, load_bin):
     c.eq(calls, 20000, "the workload's 20,000 pwrite64 calls counted")
     c.check(enter >= calls, "the syscall entry program ran at least once per call (%d runs)"
             % enter)
-    c.eq(sum(r["layers"]["syscall"]["runs"] for r in ag),
-         sum(p["runs"] for r in ag for p in r["programs"] if p["layer"] == "syscall"),
-         "a layer's runs are the sum of its programs'")
+    # a program's runs are its share, rounded: half a run each at most
+    c.check(all(abs(r["layers"]["syscall"]["runs"] -
+                    sum(p["runs"] for p in r["programs"] if p["layer"] == "syscall"))
+                <= r["layers"]["syscall"]["programs"] / 2 for r in ag),
+            "a layer's runs are the sum of its programs', to their rounding")
     c.check(all(r["layers"]["syscall"]["run_ns"] > 0 for r in ag if r["layers"]["syscall"]["runs"]),
             "run time measured wherever programs ran")
     c.check(all(abs(r["cost"]["total_share"] - r["cost"]["bpf_share"] - r["cost"]["cpu_share"])
@@ -207,19 +240,26 @@ def scenario_selfcost(agent_bin, load_bin):
     for other in (False, True):
         what = "sampled, another tool's statistics on" if other else "sampled"
         tool = stats_fd_holder() if other else None
-        a = Agent(agent_bin, 'interval = 1.0;\nself = { bpf_stats_duty = 0.1; };\n')
-        t_end = time.monotonic() + 4.5
-        while time.monotonic() < t_end:
-            load(load_bin, data + "s", 20000)
-        c.eq(a.stop(), 0, "agent exits 0 (%s)" % what)
-        if tool:
-            tool.kill()
-            tool.wait()
+        if other and not tool:
+            print("# skipped: %s (the bpf system call's number on %s)"
+                  % (what, platform.machine()))
+            continue
+        try:
+            a = Agent(agent_bin, 'interval = 1.0;\nself = { bpf_stats_duty = 0.1; };\n')
+            t_end = time.monotonic() + 4.5
+            while time.monotonic() < t_end:
+                load(load_bin, data + "s", 20000)
+            c.eq(a.stop(), 0, "agent exits 0 (%s)" % what)
+        finally:
+            if tool:
+                tool.kill()
+                tool.wait()
         ag = [r for r in a.records() if r["type"] == "agent"][1:-1]  # wholly inside the load
         c.check(ag and all("on 10% of each window" in r["cost"]["bpf_stats"] for r in ag),
                 "%s: statistics sampled (%s)" % (what, ag[0]["cost"]["bpf_stats"] if ag else None))
         # every system call counted ran the entry and the exit program; the
-        # node's other calls only add runs (1.007 to 1.008 a window here).
+        # node's other calls only add runs (1.007 to 1.008 a window here;
+        # 1.5 fails a count taken twice).
         # Read after the drain instead of at the flip, a window's runs
         # varied by 4% (0.964 to 1.028); scaled up by time, the sample read
         # 0.50 to 0.93 of this (bench/stats_duty_bench.py).
@@ -230,7 +270,7 @@ def scenario_selfcost(agent_bin, load_bin):
                     for o in f["ops"].values())
             if n:
                 ratios.append(r["layers"]["syscall"]["runs"] / (2.0 * n))
-        c.check(len(ratios) >= 2 and all(0.99 <= x <= 3 for x in ratios),
+        c.check(len(ratios) >= 2 and all(0.99 <= x <= 1.5 for x in ratios),
                 "%s: at least two runs per system call in every window (%s)"
                 % (what, ["%.3f" % x for x in ratios]))
         c.check(all(r["layers"]["syscall"]["run_ns"] > 0 for r in ag),
