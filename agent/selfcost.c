@@ -47,8 +47,9 @@ struct map_win {
 struct selfcost {
 	int stats_fd;
 	char stats_state[128];
-	/* sampled statistics: on for duty of each window, scaled up by the
-	 * time they were on (on_since: when switched on, 0 when off) */
+	/* sampled statistics: on for duty of each window (on_since: when
+	 * switched on, 0 when off); scale, window / time on, serves only an
+	 * object without its own count of its runs */
 	bool sampling;
 	bool untimed; /* statistics off by configuration or refused: no run time */
 	double duty, scale;
