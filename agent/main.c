@@ -178,5 +178,5 @@ int main(int argc, char **argv)
 	manager_set_reload(m, reload_config, &a);
 	r = manager_run(m);
 	manager_free(m);
-	return r < 0 ? EXIT_RUNTIME : 0;
+	return r < 0 ? EXIT_RUNTIME : r; /* DC_STOP_LOST: records lost at the stop */
 }

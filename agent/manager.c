@@ -2523,6 +2523,27 @@ void manager_set_reload(struct manager *m, int (*load)(void *ctx, struct dc_conf
 	m->reload_ctx = ctx;
 }
 
+/* The sinks' last delivery, once the last window is handed over: what they
+ * give up there reaches no agent record, so the exit status says it. */
+static int sinks_close(struct manager *m)
+{
+	struct sink_carry was = m->sink_carry;
+	uint64_t records, bytes;
+
+	for (size_t i = 0; i < m->n_sinks; i++) {
+		sink_close(m->sinks[i]);
+		sink_losses_since(m, i);
+	}
+	records = m->sink_carry.dropped_records - was.dropped_records;
+	bytes = m->sink_carry.dropped_bytes - was.dropped_bytes;
+	if (!records && !bytes)
+		return 0;
+	log_error("Stopped with %" PRIu64 " records (%" PRIu64 " bytes of the output file's) "
+		  "lost at the stop, as said above: exit status %d",
+		  records, bytes, DC_STOP_LOST);
+	return DC_STOP_LOST;
+}
+
 int manager_run(struct manager *m)
 {
 	int r;
@@ -2546,5 +2567,5 @@ int manager_run(struct manager *m)
 	r = sd_event_loop(m->event);
 	if (r < 0)
 		return log_error_errno(r, "Event loop failed: %m");
-	return r;
+	return sinks_close(m);
 }

@@ -200,16 +200,28 @@ static void file_report(struct dc_sink *s, struct dc_json *j)
 	json_obj_end(j);
 }
 
+/* A last try; what it cannot write goes with the process (at stop, or a
+ * reload that reopens the outputs): said, with how much, and counted. */
+static void file_close(struct dc_sink *s)
+{
+	struct sink_file *f = (struct sink_file *)s;
+
+	if (!f->buf.len || file_flush(s) >= 0)
+		return;
+	log_error("Closing %s with %" PRIu64 " records (%zu bytes) it could not write: "
+		  "they are lost",
+		  f->path, f->buf_records, f->buf.len);
+	s->stats.dropped_records += f->buf_records;
+	s->stats.dropped_bytes += f->buf.len;
+	f->buf.len = 0;
+	f->buf_records = 0;
+}
+
 static void file_free(struct dc_sink *s)
 {
 	struct sink_file *f = (struct sink_file *)s;
 
-	/* a last try; what it cannot write goes with the process (at stop, or
-	 * a reload that reopens the outputs): said, with how much */
-	if (f->buf.len && file_flush(s) < 0)
-		log_error("Closing %s with %" PRIu64 " records (%zu bytes) it could not write: "
-			  "they are lost",
-			  f->path, f->buf_records, f->buf.len);
+	file_close(s);
 	if (f->owned && f->fd >= 0)
 		close(f->fd);
 	buf_free(&f->buf);
@@ -363,6 +375,7 @@ static const struct dc_sink_ops file_ops = {
     .name = "file",
     .write = file_write,
     .flush = file_flush,
+    .close = file_close,
     .report = file_report,
     .free = file_free,
 };

@@ -1026,6 +1026,12 @@ void sink_kafka_stop(struct dc_sink *s, uint64_t max_flush_ms, const char *next_
 		spool_held(k, next_spool);
 }
 
+/* the stop's flush; the spool keeps what Kafka did not take */
+static void kafka_close(struct dc_sink *s)
+{
+	sink_kafka_stop(s, UINT64_MAX, NULL);
+}
+
 static void kafka_free(struct dc_sink *s)
 {
 	struct sink_kafka *k = (struct sink_kafka *)s;
@@ -1060,6 +1066,7 @@ static const struct dc_sink_ops kafka_ops = {
     .write = kafka_write,
     .flush = kafka_flush,
     .report = kafka_report,
+    .close = kafka_close,
     .free = kafka_free,
 };
 

@@ -26,6 +26,9 @@ struct dc_sink_ops {
 	int (*flush)(struct dc_sink *s);
 	/* adds "<name>": {...} to the agent record (optional) */
 	void (*report)(struct dc_sink *s, struct dc_json *j);
+	/* the last delivery, at the agent's stop: what it gives up is logged
+	 * and counted in stats (dropped_records, dropped_bytes) (optional) */
+	void (*close)(struct dc_sink *s);
 	void (*free)(struct dc_sink *s);
 };
 
@@ -53,6 +56,12 @@ static inline int sink_write(struct dc_sink *s, enum dc_rec_type type, const str
 static inline int sink_flush(struct dc_sink *s)
 {
 	return s->ops->flush(s);
+}
+
+static inline void sink_close(struct dc_sink *s)
+{
+	if (s && s->ops->close)
+		s->ops->close(s);
 }
 
 static inline struct dc_sink *sink_free(struct dc_sink *s)

@@ -8,6 +8,7 @@ usage: test_reload.py AGENT WORKLOAD
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -72,6 +73,14 @@ def full_disk(c, agent_bin):
     c.check("could not write go to" in a.log(), "the log says where they went")
 
 
+def stop_status(c, a):
+    """The 16 KiB disk may fill again before the stop: exit 3 exactly when
+    the log says records were lost there, else 0."""
+    rc = a.stop()
+    lost = "lost at the stop" in a.log()
+    c.eq(rc, 3 if lost else 0, "agent exits %s" % ("3: records lost at the stop" if lost else "0"))
+
+
 def cut_records(c, agent_bin):
     """A disk that fills mid-record leaves the file ending with a whole line
     (the part written taken back out), and a file found ending mid-record
@@ -83,7 +92,17 @@ def cut_records(c, agent_bin):
         out = os.path.join(mnt, "records.jsonl")
         a = Agent(agent_bin, "interval = 0.2;\n", args=["--output", out])
         time.sleep(2)
-        c.eq(a.stop(), 0, "agent exits 0 at a full disk")
+        # the disk still full at the stop: the records the file could not
+        # take are lost, which no agent record can say
+        c.eq(a.stop(), 3, "agent exits 3 at a full disk: records lost at the stop")
+        closing = re.search(r"Closing \S+ with (\d+) records \((\d+) bytes\) it could not "
+                            r"write: they are lost", a.log())
+        stopped = re.search(r"Stopped with (\d+) records \((\d+) bytes of the output file's\) "
+                            r"lost at the stop, as said above: exit status 3", a.log())
+        c.check(closing and stopped and closing.groups() == stopped.groups()
+                and int(closing.group(1)) > 0,
+                "... said, with how many (%s, %s)" % (closing and closing.group(0),
+                                                      stopped and stopped.group(0)))
         data = open(out, "rb").read()
         c.check("No space left" in a.log() and len(data) > 0 and data.endswith(b"\n"),
                 "a disk full mid-record: the file ends with a whole line (%r)" % data[-20:])
@@ -94,7 +113,7 @@ def cut_records(c, agent_bin):
             f.write(b'{"kept":1}\n' + frag)
         a = Agent(agent_bin, "interval = 0.2;\n", args=["--output", out])
         time.sleep(0.5)
-        c.eq(a.stop(), 0, "agent exits 0")
+        stop_status(c, a)
         lines = open(out, "rb").read().splitlines()
         c.check(lines[0] == b'{"kept":1}' and all(json.loads(x) for x in lines)
                 and "cut short (%d bytes" % len(frag) in a.log(),
@@ -105,7 +124,7 @@ def cut_records(c, agent_bin):
             f.write(b"notes\nno newline")
         a = Agent(agent_bin, "interval = 0.2;\n", args=["--output", out])
         time.sleep(0.5)
-        c.eq(a.stop(), 0, "agent exits 0")
+        stop_status(c, a)
         lines = open(out, "rb").read().splitlines()
         c.check(lines[:2] == [b"notes", b"no newline"] and all(json.loads(x) for x in lines[2:])
                 and len(lines) > 2,
@@ -118,7 +137,8 @@ def cut_records(c, agent_bin):
 def fifo_reader_gone(c, agent_bin):
     """Records to a FIFO whose reader goes away: write errors the sink keeps
     retrying (bounded), not the agent killed by SIGPIPE, which a shell or
-    Python leaves at its default where systemd does not."""
+    Python leaves at its default where systemd does not; what it still held
+    at the stop is lost, and the exit status says so."""
     d = tempfile.mkdtemp(prefix="dc-fifo-")
     fifo = os.path.join(d, "records")
     os.mkfifo(fifo)
@@ -126,8 +146,11 @@ def fifo_reader_gone(c, agent_bin):
     a = Agent(agent_bin, "interval = 0.2;\n", args=["--output", fifo])
     reader.wait(30)
     time.sleep(1)
-    c.eq(a.stop(), 0, "agent exits 0 after its FIFO's reader went away")
-    c.check("Broken pipe" in a.log(), "... the write error said")
+    # what the sink held for the reader that never came back is lost at
+    # the stop: exit 3 (not killed by SIGPIPE, which would be -13)
+    c.eq(a.stop(), 3, "agent exits 3 after its FIFO's reader went away: records lost")
+    c.check("Broken pipe" in a.log() and "lost at the stop" in a.log(),
+            "... the write error and the loss said")
 
 
 def main():
