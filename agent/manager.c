@@ -190,7 +190,7 @@ struct manager *manager_free(struct manager *m)
 	m->filter = filter_free(m->filter);
 	m->cost = selfcost_free(m->cost);
 	free(m->budget);
-	/* Kafka's final flush happens here, after the last window was handed over */
+	/* the sinks' last delivery, if manager_run did not make it (a failure) */
 	for (size_t i = 0; i < m->n_sinks; i++)
 		m->sinks[i] = sink_free(m->sinks[i]);
 	m->trace_files = sink_free(m->trace_files);
@@ -2277,8 +2277,9 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 /* next: the configuration whose sinks follow (a reload) */
 static void sinks_stop(struct manager *m, const struct dc_config *next)
 {
-	/* Kafka's final flush happens here, after the last window was handed
-	 * over; what a full disk left in the file sink moves to the next one */
+	/* a reload's: Kafka's flush (bounded), after the last window was
+	 * handed over; what a full disk left in the file sink moves to the
+	 * next one */
 	m->kafka_was_down = false;
 	for (size_t i = 0; i < m->n_sinks; i++) {
 		m->carry_records += sink_file_take_pending(m->sinks[i], &m->carry);
@@ -2295,7 +2296,8 @@ static void sinks_stop(struct manager *m, const struct dc_config *next)
 		}
 		/* what this sink counted since the last window's losses (the
 		 * window's own flush, the stop's losses) reaches the next
-		 * window's: a reload's; at the agent's stop no window follows */
+		 * window's */
+		sink_close(m->sinks[i]);
 		sink_losses_since(m, i);
 		m->sinks[i] = sink_free(m->sinks[i]);
 	}
@@ -2390,6 +2392,8 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 		log_error("%" PRIu64 " records the previous output could not write have no "
 			  "output file to go to: they are lost",
 			  m->carry_records);
+		m->sink_carry.dropped_records += m->carry_records;
+		m->sink_carry.dropped_bytes += m->carry.len;
 		buf_free(&m->carry);
 		m->carry_records = 0;
 	}
@@ -2523,24 +2527,41 @@ void manager_set_reload(struct manager *m, int (*load)(void *ctx, struct dc_conf
 	m->reload_ctx = ctx;
 }
 
+/* The probes off before the sinks' last delivery, which may wait on Kafka
+ * for kafka.flush_timeout: no program should run for the node meanwhile,
+ * nor the kernel time every program for the statistics' fd. */
+static void probes_detach(struct manager *m)
+{
+	m->sys = probe_syscall_free(m->sys);
+	m->blk = probe_block_free(m->blk);
+	m->pc = probe_pagecache_free(m->pc);
+	m->up = probe_uprobe_free(m->up);
+	m->vfs = probe_vfs_free(m->vfs);
+	m->ur = probe_uring_free(m->ur);
+	m->cost = selfcost_free(m->cost);
+}
+
 /* The sinks' last delivery, once the last window is handed over: what they
- * give up there reaches no agent record, so the exit status says it. */
+ * give up there (records held, a full spool's shedding, the final flush's
+ * drops) reaches no agent record, so the exit status says it. */
 static int sinks_close(struct manager *m)
 {
 	struct sink_carry was = m->sink_carry;
-	uint64_t records, bytes;
+	uint64_t records, shed, bytes;
 
 	for (size_t i = 0; i < m->n_sinks; i++) {
 		sink_close(m->sinks[i]);
 		sink_losses_since(m, i);
 	}
-	records = m->sink_carry.dropped_records - was.dropped_records;
+	shed = m->sink_carry.shed - was.shed;
+	records = m->sink_carry.dropped_records - was.dropped_records + shed;
 	bytes = m->sink_carry.dropped_bytes - was.dropped_bytes;
 	if (!records && !bytes)
 		return 0;
-	log_error("Stopped with %" PRIu64 " records (%" PRIu64 " bytes of the output file's) "
-		  "lost at the stop, as said above: exit status %d",
-		  records, bytes, DC_STOP_LOST);
+	log_error("Stopped with %" PRIu64 " records lost after the last agent record (%" PRIu64
+		  " shed by the full spool, %" PRIu64 " bytes of the output file's): exit "
+		  "status %d",
+		  records, shed, bytes, DC_STOP_LOST);
 	return DC_STOP_LOST;
 }
 
@@ -2567,5 +2588,6 @@ int manager_run(struct manager *m)
 	r = sd_event_loop(m->event);
 	if (r < 0)
 		return log_error_errno(r, "Event loop failed: %m");
+	probes_detach(m);
 	return sinks_close(m);
 }

@@ -17,8 +17,9 @@ struct manager;
 int manager_new(const struct dc_config *cfg, double duration_sec, struct manager **ret,
 		bool *config_error);
 /* Runs until stopped: 0, or DC_STOP_LOST when the sinks gave up records at
- * the stop (logged; no agent record counts them), or a negative errno. */
-#define DC_STOP_LOST 3
+ * the stop (logged; no agent record counts them), or a negative errno.
+ * sysexits' EX_IOERR: systemd names 3 NOTIMPLEMENTED, after LSB. */
+#define DC_STOP_LOST 74
 int manager_run(struct manager *m);
 /* How SIGHUP gets the new configuration: load() parses and validates it into
  * out (the command line's overrides applied), logging why when it fails. */

@@ -134,6 +134,15 @@ static int file_flush(struct dc_sink *s)
 				    file_cut_to(f, end, (off_t)(off - whole)) >= 0)
 					off = whole;
 			}
+			/* the whole records written are committed: the count of
+			 * those held, said lost if the last try fails, must
+			 * not hold them too */
+			for (const char *c = f->buf.data;
+			     (c = memchr(c, '\n', off - (size_t)(c - f->buf.data))); c++) {
+				if (f->buf_records)
+					f->buf_records--;
+				s->stats.records++;
+			}
 			/* keep the uncommitted tail for the next flush */
 			memmove(f->buf.data, f->buf.data + off, f->buf.len - off);
 			f->buf.len -= off;
@@ -213,6 +222,7 @@ static void file_close(struct dc_sink *s)
 		  f->path, f->buf_records, f->buf.len);
 	s->stats.dropped_records += f->buf_records;
 	s->stats.dropped_bytes += f->buf.len;
+	s->stats.pending_bytes = 0;
 	f->buf.len = 0;
 	f->buf_records = 0;
 }

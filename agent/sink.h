@@ -26,8 +26,9 @@ struct dc_sink_ops {
 	int (*flush)(struct dc_sink *s);
 	/* adds "<name>": {...} to the agent record (optional) */
 	void (*report)(struct dc_sink *s, struct dc_json *j);
-	/* the last delivery, at the agent's stop: what it gives up is logged
-	 * and counted in stats (dropped_records, dropped_bytes) (optional) */
+	/* the last delivery, at the agent's stop or before a reload replaces
+	 * the sink: what it gives up is logged and counted in stats
+	 * (dropped_records, dropped_bytes) (optional) */
 	void (*close)(struct dc_sink *s);
 	void (*free)(struct dc_sink *s);
 };

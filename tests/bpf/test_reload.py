@@ -74,11 +74,12 @@ def full_disk(c, agent_bin):
 
 
 def stop_status(c, a):
-    """The 16 KiB disk may fill again before the stop: exit 3 exactly when
+    """The 16 KiB disk may fill again before the stop: exit 74 exactly when
     the log says records were lost there, else 0."""
     rc = a.stop()
-    lost = "lost at the stop" in a.log()
-    c.eq(rc, 3 if lost else 0, "agent exits %s" % ("3: records lost at the stop" if lost else "0"))
+    lost = "lost after the last agent record" in a.log()
+    c.eq(rc, 74 if lost else 0, "agent exits %s" % ("74: records lost at the stop" if lost
+                                                    else "0"))
 
 
 def cut_records(c, agent_bin):
@@ -94,11 +95,12 @@ def cut_records(c, agent_bin):
         time.sleep(2)
         # the disk still full at the stop: the records the file could not
         # take are lost, which no agent record can say
-        c.eq(a.stop(), 3, "agent exits 3 at a full disk: records lost at the stop")
+        c.eq(a.stop(), 74, "agent exits 74 at a full disk: records lost at the stop")
         closing = re.search(r"Closing \S+ with (\d+) records \((\d+) bytes\) it could not "
                             r"write: they are lost", a.log())
-        stopped = re.search(r"Stopped with (\d+) records \((\d+) bytes of the output file's\) "
-                            r"lost at the stop, as said above: exit status 3", a.log())
+        stopped = re.search(r"Stopped with (\d+) records lost after the last agent record "
+                            r"\(0 shed by the full spool, (\d+) bytes of the output file's\): "
+                            r"exit status 74", a.log())
         c.check(closing and stopped and closing.groups() == stopped.groups()
                 and int(closing.group(1)) > 0,
                 "... said, with how many (%s, %s)" % (closing and closing.group(0),
@@ -147,9 +149,9 @@ def fifo_reader_gone(c, agent_bin):
     reader.wait(30)
     time.sleep(1)
     # what the sink held for the reader that never came back is lost at
-    # the stop: exit 3 (not killed by SIGPIPE, which would be -13)
-    c.eq(a.stop(), 3, "agent exits 3 after its FIFO's reader went away: records lost")
-    c.check("Broken pipe" in a.log() and "lost at the stop" in a.log(),
+    # the stop: exit 74 (not killed by SIGPIPE, which would be -13)
+    c.eq(a.stop(), 74, "agent exits 74 after its FIFO's reader went away: records lost")
+    c.check("Broken pipe" in a.log() and "lost after the last agent record" in a.log(),
             "... the write error and the loss said")
 
 

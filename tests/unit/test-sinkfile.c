@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+/* The file sink at a full disk, made with RLIMIT_FSIZE (no mount, no root):
+ * a write stops part way through a record, as on a filling file system. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sink.h"
+#include "tap.h"
+
+#define REC_LEN 300
+#define LIMIT	1000
+
+static void record(char *out, int i)
+{
+	int n = snprintf(out, REC_LEN, "{\"schema\":1,\"i\":%d,\"pad\":\"", i);
+
+	memset(out + n, 'x', REC_LEN - n - 3);
+	memcpy(out + REC_LEN - 3, "\"}\n", 3);
+}
+
+static size_t lines_in(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	size_t n = 0;
+	int c;
+
+	if (!f)
+		return 0;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/dc-sinkfile-XXXXXX", path[256], rec[REC_LEN];
+	struct rlimit old, lim = {.rlim_cur = LIMIT, .rlim_max = RLIM_INFINITY};
+	struct dc_window w = {0};
+	struct dc_sink *s = NULL;
+	struct stat st;
+	int r;
+
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(path, sizeof(path), "%s/records.jsonl", dir);
+	signal(SIGXFSZ, SIG_IGN); /* past the limit, write() fails with EFBIG */
+	r = sink_file_new(path, 1 << 20, &s);
+	CHECK(r == 0, "file sink opened (%d)", r);
+	if (r)
+		return 1;
+	getrlimit(RLIMIT_FSIZE, &old);
+	lim.rlim_max = old.rlim_max;
+	CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0, "file size limited to %d bytes", LIMIT);
+
+	for (int i = 0; i < 5; i++) {
+		record(rec, i);
+		sink_write(s, DC_REC_FEATURES, &w, rec, REC_LEN);
+	}
+	r = sink_flush(s);
+	CHECK(r < 0, "the flush fails at the limit (%d)", r);
+	CHECK(stat(path, &st) == 0 && st.st_size == 3 * REC_LEN,
+	      "the record written in part is taken back out: %lld bytes, three whole records",
+	      (long long)st.st_size);
+	CHECK(s->stats.records == 3, "three records committed (%llu)",
+	      (unsigned long long)s->stats.records);
+	CHECK(s->stats.pending_bytes == 2 * REC_LEN, "two records held (%llu bytes)",
+	      (unsigned long long)s->stats.pending_bytes);
+
+	/* the stop: its last try fails too, and what it held is lost */
+	sink_close(s);
+	CHECK(s->stats.dropped_records == 2 && s->stats.dropped_bytes == 2 * REC_LEN,
+	      "the stop loses the two records held, not the three written (%llu records, %llu "
+	      "bytes)",
+	      (unsigned long long)s->stats.dropped_records,
+	      (unsigned long long)s->stats.dropped_bytes);
+	CHECK(s->stats.pending_bytes == 0, "nothing held after the close (%llu bytes)",
+	      (unsigned long long)s->stats.pending_bytes);
+	sink_close(s);
+	CHECK(s->stats.dropped_records == 2, "a second close counts nothing more (%llu)",
+	      (unsigned long long)s->stats.dropped_records);
+	setrlimit(RLIMIT_FSIZE, &old);
+	sink_free(s);
+	CHECK(lines_in(path) == 3, "the file holds the three whole records (%zu lines)",
+	      lines_in(path));
+	unlink(path);
+	rmdir(dir);
+	printf("1..%d\n", tap_n);
+	return tap_failed ? 1 : 0;
+}
