@@ -170,6 +170,21 @@ static void read_id(const char *path, char *out, size_t len)
 	fclose(f);
 }
 
+/* The probes off before the sinks' last delivery, which may wait on Kafka
+ * for kafka.flush_timeout: no program should run for the node meanwhile,
+ * nor the kernel time every program for the statistics' fd. */
+static void probes_detach(struct manager *m)
+{
+	m->sys = probe_syscall_free(m->sys);
+	m->files = NULL; /* the system-call family's */
+	m->blk = probe_block_free(m->blk);
+	m->pc = probe_pagecache_free(m->pc);
+	m->up = probe_uprobe_free(m->up);
+	m->vfs = probe_vfs_free(m->vfs);
+	m->ur = probe_uring_free(m->ur);
+	m->cost = selfcost_free(m->cost);
+}
+
 struct manager *manager_free(struct manager *m)
 {
 	if (!m)
@@ -177,18 +192,12 @@ struct manager *manager_free(struct manager *m)
 	sd_event_source_unref(m->timer);
 	sd_event_unref(m->event);
 	m->pool = jobpool_free(m->pool);
-	m->sys = probe_syscall_free(m->sys);
-	m->blk = probe_block_free(m->blk);
-	m->pc = probe_pagecache_free(m->pc);
-	m->up = probe_uprobe_free(m->up);
-	m->vfs = probe_vfs_free(m->vfs);
-	m->ur = probe_uring_free(m->ur);
+	probes_detach(m); /* done already after a clean run (manager_run) */
 	sd_event_source_unref(m->files_io);
 	free(m->fh_seen);
 	free(m->libstats);
 	m->cgroups = cgroup_cache_free(m->cgroups);
 	m->filter = filter_free(m->filter);
-	m->cost = selfcost_free(m->cost);
 	free(m->budget);
 	/* the sinks' last delivery, if manager_run did not make it (a failure) */
 	for (size_t i = 0; i < m->n_sinks; i++)
@@ -2525,20 +2534,6 @@ void manager_set_reload(struct manager *m, int (*load)(void *ctx, struct dc_conf
 {
 	m->reload_load = load;
 	m->reload_ctx = ctx;
-}
-
-/* The probes off before the sinks' last delivery, which may wait on Kafka
- * for kafka.flush_timeout: no program should run for the node meanwhile,
- * nor the kernel time every program for the statistics' fd. */
-static void probes_detach(struct manager *m)
-{
-	m->sys = probe_syscall_free(m->sys);
-	m->blk = probe_block_free(m->blk);
-	m->pc = probe_pagecache_free(m->pc);
-	m->up = probe_uprobe_free(m->up);
-	m->vfs = probe_vfs_free(m->vfs);
-	m->ur = probe_uring_free(m->ur);
-	m->cost = selfcost_free(m->cost);
 }
 
 /* The sinks' last delivery, once the last window is handed over: what they
