@@ -2584,5 +2584,11 @@ int manager_run(struct manager *m)
 	if (r < 0)
 		return log_error_errno(r, "Event loop failed: %m");
 	probes_detach(m);
+	/* the detach may have taken time (perf-event uprobes extend the stop
+	 * themselves, by 30 s from their last link): the flush still gets all
+	 * of kafka.flush_timeout before systemd's SIGKILL */
+	if (m->kafka)
+		sd_notifyf(0, "EXTEND_TIMEOUT_USEC=%llu",
+			   (unsigned long long)(m->cfg.kafka_flush_timeout + 30) * USEC_PER_SEC);
 	return sinks_close(m);
 }

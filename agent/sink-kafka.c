@@ -1017,7 +1017,6 @@ void sink_kafka_stop(struct dc_sink *s, uint64_t max_flush_ms, const char *next_
 	 * with the brokers down it would only hold the event loop (a reload's
 	 * too) for flush_timeout */
 	if (k->rk && !k->brokers_down) {
-		pump(k); /* what the last flush's pump did not hand over yet */
 		rd_kafka_flush(k->rk, (int)(k->flush_timeout_ms < max_flush_ms ? k->flush_timeout_ms
 									       : max_flush_ms));
 		rd_kafka_poll(k->rk, 0);

@@ -140,6 +140,12 @@ def scenario_deliver(agent_bin, wl_bin, mock_bin):
         stopping = [n for n in a.notifications if "STOPPING=1" in n.split("\n")]
     c.check(stopping and "EXTEND_TIMEOUT_USEC=35000000" in stopping[0].split("\n"),
             "STOPPING=1 extends systemd's stop timeout by the flush's: %r" % stopping)
+    # and again once the probes are off, just before the flush: a long
+    # detach (perf-event uprobes) leaves the flush all of its time
+    with a._lock:
+        after = a.notifications[a.notifications.index(stopping[0]) + 1:] if stopping else []
+    c.check(any(n.split("\n") == ["EXTEND_TIMEOUT_USEC=35000000"] for n in after),
+            "... and again before the flush, once the probes are off: %r" % after)
     local = a.records()
     feats = consume(b.bootstrap, "datacrumbs.features")
     agents = consume(b.bootstrap, "datacrumbs.agent")
