@@ -24,6 +24,7 @@ struct sink_file {
 	struct dc_buf buf; /* records not yet committed */
 	uint64_t buf_records;
 	int last_err;
+	uint64_t shed;	  /* records dropped past max_pending since writes last worked */
 	bool removed;	  /* its file removed, and not made again yet */
 	bool unlinked_ok; /* the path itself names a removed file: not made again */
 };
@@ -160,11 +161,18 @@ static int file_flush(struct dc_sink *s)
 
 				cut = nl ? (size_t)(nl - f->buf.data) + 1 : f->buf.len;
 				/* a record is one line: the lines cut are records lost */
+				if (!f->shed)
+					log_error(
+					    "Dropping the oldest records held for %s: more than "
+					    "%zu bytes it could not write (counted in the agent "
+					    "records' losses.sink_dropped_records)",
+					    f->path, f->max_pending);
 				for (const char *c = f->buf.data;
 				     (c = memchr(c, '\n', cut - (size_t)(c - f->buf.data))); c++) {
 					if (f->buf_records)
 						f->buf_records--;
 					s->stats.dropped_records++;
+					f->shed++;
 				}
 				memmove(f->buf.data, f->buf.data + cut, f->buf.len - cut);
 				f->buf.len -= cut;
@@ -177,9 +185,14 @@ static int file_flush(struct dc_sink *s)
 	}
 	if (r < 0)
 		return r; /* nothing to write: nothing kept either */
-	if (f->last_err)
+	if (f->last_err && f->shed)
+		log_notice("Writing records to %s works again; %" PRIu64 " records were dropped "
+			   "meanwhile",
+			   f->path, f->shed);
+	else if (f->last_err)
 		log_notice("Writing records to %s works again", f->path);
 	f->last_err = 0;
+	f->shed = 0;
 	s->stats.bytes += off;
 	s->stats.records += f->buf_records;
 	f->buf_records = 0;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The file sink at a full disk, made with RLIMIT_FSIZE (no mount, no root):
  * a write stops part way through a record, as on a filling file system. */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,21 +40,25 @@ static size_t lines_in(const char *path)
 
 int main(void)
 {
-	char dir[] = "/tmp/dc-sinkfile-XXXXXX", path[256], rec[REC_LEN];
+	const char *tmp = getenv("TMPDIR");
+	char dir[PATH_MAX], path[PATH_MAX + 32], rec[REC_LEN];
 	struct rlimit old, lim = {.rlim_cur = LIMIT, .rlim_max = RLIM_INFINITY};
 	struct dc_window w = {0};
 	struct dc_sink *s = NULL;
 	struct stat st;
 	int r;
 
+	snprintf(dir, sizeof(dir), "%s/dc-sinkfile-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir))
 		return 1;
 	snprintf(path, sizeof(path), "%s/records.jsonl", dir);
 	signal(SIGXFSZ, SIG_IGN); /* past the limit, write() fails with EFBIG */
 	r = sink_file_new(path, 1 << 20, &s);
 	CHECK(r == 0, "file sink opened (%d)", r);
-	if (r)
+	if (r) {
+		rmdir(dir);
 		return 1;
+	}
 	getrlimit(RLIMIT_FSIZE, &old);
 	lim.rlim_max = old.rlim_max;
 	CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0, "file size limited to %d bytes", LIMIT);
@@ -83,6 +88,35 @@ int main(void)
 	      (unsigned long long)s->stats.pending_bytes);
 	sink_close(s);
 	CHECK(s->stats.dropped_records == 2, "a second close counts nothing more (%llu)",
+	      (unsigned long long)s->stats.dropped_records);
+	setrlimit(RLIMIT_FSIZE, &old);
+	sink_free(s);
+	CHECK(lines_in(path) == 3, "the file holds the three whole records (%zu lines)",
+	      lines_in(path));
+
+	/* held past max_pending (400 bytes): the oldest whole records go,
+	 * counted, and what is held still counts only what is held */
+	lim.rlim_cur = 3 * REC_LEN;
+	r = sink_file_new(path, 400, &s);
+	CHECK(r == 0 && setrlimit(RLIMIT_FSIZE, &lim) == 0, "opened again, at its limit (%d)", r);
+	if (r) {
+		unlink(path);
+		rmdir(dir);
+		return 1;
+	}
+	for (int i = 0; i < 3; i++) {
+		record(rec, 10 + i);
+		sink_write(s, DC_REC_FEATURES, &w, rec, REC_LEN);
+	}
+	sink_flush(s);
+	CHECK(s->stats.dropped_records == 2 && s->stats.pending_bytes == REC_LEN,
+	      "past the bound the two oldest records are dropped, one kept (%llu dropped, %llu "
+	      "bytes held)",
+	      (unsigned long long)s->stats.dropped_records,
+	      (unsigned long long)s->stats.pending_bytes);
+	sink_close(s);
+	CHECK(s->stats.dropped_records == 3 && s->stats.records == 0,
+	      "the stop loses the one kept (%llu dropped in all)",
 	      (unsigned long long)s->stats.dropped_records);
 	setrlimit(RLIMIT_FSIZE, &old);
 	sink_free(s);
