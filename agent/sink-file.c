@@ -107,6 +107,22 @@ static int file_check_removed(struct sink_file *f)
 	return 0;
 }
 
+/* Records in the first len bytes of the buffer: a record is one line. */
+static uint64_t lines_in(const char *p, size_t len)
+{
+	uint64_t n = 0;
+
+	for (const char *c = p; (c = memchr(c, '\n', len - (size_t)(c - p))); c++)
+		n++;
+	return n;
+}
+
+/* n of the records held leave the buffer (written, or dropped) */
+static void held_less(struct sink_file *f, uint64_t n)
+{
+	f->buf_records -= n < f->buf_records ? n : f->buf_records;
+}
+
 static int file_flush(struct dc_sink *s)
 {
 	struct sink_file *f = (struct sink_file *)s;
@@ -121,6 +137,7 @@ static int file_flush(struct dc_sink *s)
 		if (n <= 0) {
 			const char *last = memrchr(f->buf.data, '\n', off);
 			size_t whole = last ? (size_t)(last - f->buf.data) + 1 : 0;
+			uint64_t written;
 
 			if (r == 0)
 				r = n < 0 ? -errno : -EIO;
@@ -138,12 +155,9 @@ static int file_flush(struct dc_sink *s)
 			/* the whole records written are committed: the count of
 			 * those held, said lost if the last try fails, must
 			 * not hold them too */
-			for (const char *c = f->buf.data;
-			     (c = memchr(c, '\n', off - (size_t)(c - f->buf.data))); c++) {
-				if (f->buf_records)
-					f->buf_records--;
-				s->stats.records++;
-			}
+			written = lines_in(f->buf.data, off);
+			held_less(f, written);
+			s->stats.records += written;
 			/* keep the uncommitted tail for the next flush */
 			memmove(f->buf.data, f->buf.data + off, f->buf.len - off);
 			f->buf.len -= off;
@@ -158,22 +172,19 @@ static int file_flush(struct dc_sink *s)
 				/* bounded: drop the oldest whole lines beyond the limit */
 				size_t cut = f->buf.len - f->max_pending;
 				char *nl = memchr(f->buf.data + cut, '\n', f->buf.len - cut);
+				uint64_t lost;
 
 				cut = nl ? (size_t)(nl - f->buf.data) + 1 : f->buf.len;
-				/* a record is one line: the lines cut are records lost */
+				lost = lines_in(f->buf.data, cut);
 				if (!f->shed)
 					log_error(
 					    "Dropping the oldest records held for %s: more than "
 					    "%zu bytes it could not write (counted in the agent "
 					    "records' losses.sink_dropped_records)",
 					    f->path, f->max_pending);
-				for (const char *c = f->buf.data;
-				     (c = memchr(c, '\n', cut - (size_t)(c - f->buf.data))); c++) {
-					if (f->buf_records)
-						f->buf_records--;
-					s->stats.dropped_records++;
-					f->shed++;
-				}
+				held_less(f, lost);
+				s->stats.dropped_records += lost;
+				f->shed += lost;
 				memmove(f->buf.data, f->buf.data + cut, f->buf.len - cut);
 				f->buf.len -= cut;
 				s->stats.dropped_bytes += cut;
