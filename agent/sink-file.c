@@ -23,6 +23,11 @@ struct sink_file {
 	size_t max_pending;
 	struct dc_buf buf; /* records not yet committed */
 	uint64_t buf_records;
+	/* bytes at the start of buf that end a record the file holds the
+	 * beginning of (written in part, and not cut back: standard output,
+	 * or a file another writer appended to): never dropped, or the next
+	 * record would be glued onto half a line */
+	size_t tail;
 	int last_err;
 	uint64_t shed;	  /* records dropped past max_pending since writes last worked */
 	bool removed;	  /* its file removed, and not made again yet */
@@ -59,6 +64,32 @@ static int file_cut_to(struct sink_file *f, off_t size, off_t partial)
 }
 
 static int open_output(const char *path);
+
+/* Before the sink's fd moves to another file: the end of a record written
+ * in part goes where its beginning is, in one last try, else it is lost.
+ * At the top of the next file it would be half a record on a line. */
+static void tail_settle(struct sink_file *f)
+{
+	ssize_t n;
+
+	if (!f->tail)
+		return;
+	do
+		n = write(f->fd, f->buf.data, f->tail);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)f->tail) {
+		f->base.stats.records++;
+		f->base.stats.bytes += f->tail;
+	} else {
+		f->base.stats.dropped_records++;
+		f->base.stats.dropped_bytes += f->tail;
+	}
+	f->buf_records -= f->buf_records > 0;
+	memmove(f->buf.data, f->buf.data + f->tail, f->buf.len - f->tail);
+	f->buf.len -= f->tail;
+	f->base.stats.pending_bytes = f->buf.len;
+	f->tail = 0;
+}
 
 /*
  * The records file removed under the agent (rm, its directory with it):
@@ -98,6 +129,7 @@ static int file_check_removed(struct sink_file *f)
 		f->last_err = fd; /* said: the write's error is not said again */
 		return fd;
 	}
+	tail_settle(f);
 	close(f->fd);
 	f->fd = fd;
 	f->removed = false;
@@ -152,6 +184,16 @@ static int file_flush(struct dc_sink *s)
 				    file_cut_to(f, end, (off_t)(off - whole)) >= 0)
 					off = whole;
 			}
+			/* nothing written keeps an earlier tail; a write that
+			 * ended on a line's end left none; else what is left of
+			 * that line is the tail now */
+			if (off > whole) {
+				const char *nl = memchr(f->buf.data + off, '\n', f->buf.len - off);
+
+				f->tail =
+				    nl ? (size_t)(nl - f->buf.data) + 1 - off : f->buf.len - off;
+			} else if (off)
+				f->tail = 0;
 			/* the whole records written are committed: the count of
 			 * those held, said lost if the last try fails, must
 			 * not hold them too */
@@ -168,14 +210,18 @@ static int file_flush(struct dc_sink *s)
 				    r, "Cannot write records to %s: %m; keeping them for retry",
 				    f->path);
 			f->last_err = r;
-			if (f->buf.len > f->max_pending) {
-				/* bounded: drop the oldest whole lines beyond the limit */
-				size_t cut = f->buf.len - f->max_pending;
-				char *nl = memchr(f->buf.data + cut, '\n', f->buf.len - cut);
+			if (f->buf.len > f->max_pending && f->buf.len > f->tail) {
+				/* bounded: drop the oldest whole lines beyond the
+				 * limit, after the tail (over the bound by at most
+				 * a record's tail) */
+				size_t from = f->tail, cut = from + f->buf.len - f->max_pending;
+				char *nl = cut < f->buf.len
+					       ? memchr(f->buf.data + cut, '\n', f->buf.len - cut)
+					       : NULL;
 				uint64_t lost;
 
 				cut = nl ? (size_t)(nl - f->buf.data) + 1 : f->buf.len;
-				lost = lines_in(f->buf.data, cut);
+				lost = lines_in(f->buf.data + from, cut - from);
 				if (!f->shed)
 					log_error(
 					    "Dropping the oldest records held for %s: more than "
@@ -185,9 +231,9 @@ static int file_flush(struct dc_sink *s)
 				held_less(f, lost);
 				s->stats.dropped_records += lost;
 				f->shed += lost;
-				memmove(f->buf.data, f->buf.data + cut, f->buf.len - cut);
-				f->buf.len -= cut;
-				s->stats.dropped_bytes += cut;
+				memmove(f->buf.data + from, f->buf.data + cut, f->buf.len - cut);
+				f->buf.len -= cut - from;
+				s->stats.dropped_bytes += cut - from;
 			}
 			s->stats.pending_bytes = f->buf.len;
 			return r;
@@ -207,6 +253,7 @@ static int file_flush(struct dc_sink *s)
 	s->stats.bytes += off;
 	s->stats.records += f->buf_records;
 	f->buf_records = 0;
+	f->tail = 0;
 	buf_reset(&f->buf);
 	s->stats.pending_bytes = 0;
 	return 0;
@@ -249,6 +296,7 @@ static void file_close(struct dc_sink *s)
 	s->stats.pending_bytes = 0;
 	f->buf.len = 0;
 	f->buf_records = 0;
+	f->tail = 0;
 }
 
 static void file_free(struct dc_sink *s)
@@ -368,6 +416,7 @@ int sink_file_reopen(struct dc_sink *s)
 		fd = open_output(f->path);
 	if (fd < 0)
 		return fd; /* the old file stays in use */
+	tail_settle(f);
 	close(f->fd);
 	f->fd = fd;
 	f->removed = false;
@@ -381,15 +430,17 @@ uint64_t sink_file_take_pending(struct dc_sink *s, struct dc_buf *out)
 	struct sink_file *f = (struct sink_file *)s;
 	uint64_t n;
 
-	if (s->ops != &file_ops || !f->buf.len)
+	if (s->ops != &file_ops || f->buf.len <= f->tail)
 		return 0;
-	buf_put(out, f->buf.data, f->buf.len);
+	/* a tail stays, for the close's last try to end its line in this
+	 * file: at the start of the next output it would be half a record */
+	buf_put(out, f->buf.data + f->tail, f->buf.len - f->tail);
 	if (out->err)
 		return 0; /* they stay: file_free says what is lost */
-	n = f->buf_records;
-	buf_reset(&f->buf);
-	f->buf_records = 0;
-	s->stats.pending_bytes = 0;
+	n = f->buf_records - (f->tail && f->buf_records);
+	f->buf.len = f->tail;
+	f->buf_records -= n;
+	s->stats.pending_bytes = f->buf.len;
 	return n;
 }
 

@@ -84,7 +84,9 @@ static inline void sink_report(struct dc_sink *s, struct dc_json *j)
 int sink_file_new(const char *path, size_t max_pending, struct dc_sink **ret);
 /* At a reload: a file sink's records it could not write yet (a full disk)
  * move to out, and their count is returned (0: none, or not a file sink);
- * the next file sink takes them first, to write them where it writes. */
+ * the next file sink takes them first, to write them where it writes.
+ * The end of a record written in part stays, for sink_close() to try in
+ * this file. */
 uint64_t sink_file_take_pending(struct dc_sink *s, struct dc_buf *out);
 /* Open the file sink's path again (logrotate moved the file away); a
  * failure keeps the file in use. 0 for a sink that is not a file's. */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The file sink at a full disk, made with RLIMIT_FSIZE (no mount, no root):
  * a write stops part way through a record, as on a filling file system. */
+#include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +38,107 @@ static size_t lines_in(const char *path)
 		n += c == '\n';
 	fclose(f);
 	return n;
+}
+
+/* Each line of path a whole record, their numbers in order: want. */
+static bool whole_records(const char *path, const int *want, size_t n)
+{
+	FILE *f = fopen(path, "re");
+	char line[2 * REC_LEN];
+	size_t i = 0;
+	bool ok = f != NULL;
+	int got;
+
+	while (ok && fgets(line, sizeof(line), f)) {
+		ok = i < n && strlen(line) == REC_LEN &&
+		     sscanf(line, "{\"schema\":1,\"i\":%d,", &got) == 1 && got == want[i];
+		i++;
+	}
+	if (f)
+		fclose(f);
+	return ok && i == n;
+}
+
+/* Standard output (not the agent's file: no cut back) at the limit: a write
+ * stops in record 3, and what is left of it stays held, written first when
+ * writes work again, whatever is dropped past the bound or carried away by
+ * a reload meanwhile; else the next record is glued onto half a line. */
+static void tail_kept(const char *path)
+{
+	struct rlimit old, lim = {.rlim_cur = 3 * REC_LEN + 100};
+	struct dc_sink *s = NULL;
+	struct dc_window w = {0};
+	struct dc_buf carry = {0};
+	uint64_t dropped = 0, records = 0, pending = 0, carried = 0;
+	bool carry_whole = false;
+	char rec[REC_LEN];
+	int out = -1, saved, r, r2 = -1;
+
+	getrlimit(RLIMIT_FSIZE, &old);
+	lim.rlim_max = old.rlim_max;
+	saved = dup(STDOUT_FILENO);
+	for (int round = 0; round < 2; round++) {
+		fflush(stdout); /* the last round's lines, not into the file */
+		out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+		if (out < 0 || saved < 0 || dup2(out, STDOUT_FILENO) < 0)
+			break;
+		close(out);
+		/* the second round's bound holds record 4, for the reload */
+		r = sink_file_new("-", round ? 1 << 20 : 400, &s);
+		if (r == 0 && setrlimit(RLIMIT_FSIZE, &lim) == 0) {
+			for (int i = 0; i < 5; i++) {
+				record(rec, i);
+				sink_write(s, DC_REC_FEATURES, &w, rec, REC_LEN);
+			}
+			/* 1,000 bytes written; held: 200 of record 3, then
+			 * record 4, over the 400-byte bound */
+			r2 = sink_flush(s);
+			if (round == 1) {
+				carried = sink_file_take_pending(s, &carry);
+				carry_whole = carry.len == REC_LEN &&
+					      !memcmp(carry.data, "{\"schema\":1,\"i\":4,", 17);
+			}
+			setrlimit(RLIMIT_FSIZE, &old);
+			if (round == 0) {
+				record(rec, 5);
+				sink_write(s, DC_REC_FEATURES, &w, rec, REC_LEN);
+				sink_flush(s);
+			}
+			sink_close(s);
+			dropped = s->stats.dropped_records;
+			records = s->stats.records;
+			pending = s->stats.pending_bytes;
+		}
+		sink_free(s);
+		s = NULL;
+		fflush(stdout);
+		dup2(saved, STDOUT_FILENO);
+		if (round == 0) {
+			const int want[] = {0, 1, 2, 3, 5};
+
+			CHECK(r2 < 0, "standard output: the flush fails at the limit (%d)", r2);
+			CHECK(dropped == 1 && records == 5 && pending == 0,
+			      "record 4 dropped past the bound, not what is left of record 3 (%llu "
+			      "dropped, %llu written, %llu bytes held)",
+			      (unsigned long long)dropped, (unsigned long long)records,
+			      (unsigned long long)pending);
+			CHECK(whole_records(path, want, 5),
+			      "every line a whole record: 0, 1, 2, 3 (ended once writes work), 5");
+		} else {
+			const int want[] = {0, 1, 2, 3};
+
+			CHECK(
+			    carried == 1 && carry_whole,
+			    "a reload carries away record 4, not what is left of 3 (%llu records, "
+			    "%zu bytes)",
+			    (unsigned long long)carried, carry.len);
+			CHECK(whole_records(path, want, 4),
+			      "the close's last try ends record 3 in its own file");
+		}
+	}
+	if (saved >= 0)
+		close(saved);
+	buf_free(&carry);
 }
 
 int main(void)
@@ -122,6 +225,8 @@ int main(void)
 	sink_free(s);
 	CHECK(lines_in(path) == 3, "the file holds the three whole records (%zu lines)",
 	      lines_in(path));
+	unlink(path);
+	tail_kept(path);
 	unlink(path);
 	rmdir(dir);
 	printf("1..%d\n", tap_n);
