@@ -52,9 +52,15 @@ static void forget(struct dc_budget *b)
 
 static void push(struct dc_budget *b, uint64_t window_ns, uint64_t cost_ns)
 {
+	/* a slot holds consecutive windows up to a 3000th of the period: a
+	 * period of more windows than the ring has slots (an hour of 0.1 s
+	 * windows) is still a period, not the last 6000 windows; two
+	 * neighbouring slots hold more than a slot's span, so a full ring
+	 * spans more than a period */
+	uint64_t slot_ns = period_ns(b) / (DC_BUDGET_RING / 2);
 	unsigned tail;
 
-	/* the oldest windows leave once the rest still cover a period */
+	/* the oldest leave once the rest still cover a period */
 	while (b->n && (b->n == DC_BUDGET_RING ||
 			b->span_ns - b->ring[b->head].window_ns + window_ns >= period_ns(b))) {
 		b->span_ns -= b->ring[b->head].window_ns;
@@ -62,12 +68,18 @@ static void push(struct dc_budget *b, uint64_t window_ns, uint64_t cost_ns)
 		b->head = (b->head + 1) % DC_BUDGET_RING;
 		b->n--;
 	}
+	b->span_ns += window_ns;
+	b->cost_ns += cost_ns;
+	tail = (b->head + b->n + DC_BUDGET_RING - 1) % DC_BUDGET_RING;
+	if (b->n && b->ring[tail].window_ns + window_ns <= slot_ns) {
+		b->ring[tail].window_ns += window_ns;
+		b->ring[tail].cost_ns += cost_ns;
+		return;
+	}
 	tail = (b->head + b->n) % DC_BUDGET_RING;
 	b->ring[tail].window_ns = window_ns;
 	b->ring[tail].cost_ns = cost_ns;
 	b->n++;
-	b->span_ns += window_ns;
-	b->cost_ns += cost_ns;
 }
 
 static unsigned change(struct dc_budget *b, unsigned level)

@@ -22,7 +22,8 @@ enum dc_budget_level {
 	DC_BUDGET_LEVELS,
 };
 
-/* windows in one period at most (60 s of 10 ms windows) */
+/* slots of the period's ring: a window each, or consecutive short windows
+ * together (agent/budget.c push()), so that any period fits */
 #define DC_BUDGET_RING 6000
 
 struct dc_budget_params {

@@ -1447,6 +1447,15 @@ static int watchdog_start(struct manager *m)
 	return r < 0 ? log_error_errno(r, "Cannot arm the watchdog: %m") : 0;
 }
 
+/* A reload's close of the window so far: its CPU (the drain, the records)
+ * is that window's, and a level change it decides is the budget's switch
+ * already; the reload's own switch CPU counts from after it, not twice. */
+static void reload_close_window(struct manager *m, struct dc_selfstat *before)
+{
+	manager_close_window(m);
+	selfstat_read(before);
+}
+
 /*
  * SIGHUP (systemctl reload): read the file again aside and validate it; an
  * invalid one leaves everything running as it was and says so. A valid one
@@ -1506,11 +1515,16 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 	}
 	level = log_parse_level(nc.log_level);
 	log_set_max_level(level < 0 ? LOG_INFO : level);
+	if ((ch & CH_BUDGET) && !(ch & (FAM_ALL | CH_SINKS)))
+		/* a new budget starts from full detail: the window so far goes
+		 * out at the level it ran at, not said to be full (nor judged
+		 * as full by the new budget) */
+		reload_close_window(m, &before);
 	if (ch & (FAM_ALL | CH_SINKS)) {
 		struct dc_filter *old_filter = NULL;
 
 		/* everything counted so far goes out under the old settings */
-		manager_close_window(m);
+		reload_close_window(m, &before);
 		families_stop(m, ch & FAM_ALL);
 		if (ch & CH_FILTER) {
 			old_filter = m->filter;
@@ -1764,7 +1778,10 @@ static unsigned budget_applicable(const struct manager *m)
 {
 	unsigned mask = 0;
 
-	if (m->cfg.traces_enable)
+	/* configured is not enough: without their ring (traces_share() said
+	 * why) there are no traces to sample less, and the steps would spend
+	 * a period each changing nothing */
+	if (m->traces)
 		mask |= 1u << DC_BUDGET_TRACES_REDUCED | 1u << DC_BUDGET_TRACES_OFF;
 	if (m->sys && probe_syscall_stacks(m->sys))
 		mask |= 1u << DC_BUDGET_STACKS_OFF;
@@ -1797,6 +1814,7 @@ static void budget_apply(struct manager *m, unsigned level)
 	int r;
 
 	m->budget_level = level;
+	selfcost_forget(m->cost);
 	if (m->traces) {
 		struct dc_config rc = m->cfg;
 		char err[256];

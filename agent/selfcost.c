@@ -34,6 +34,24 @@ struct layer_win {
 	const char *name;
 	unsigned programs;
 	uint64_t runs, run_ns, user_ns;
+	bool estimated; /* run_ns from earlier samples' time per run */
+};
+
+/* A layer's time per run in the samples so far, each sample's time and
+ * runs halved at the next one that timed any: for the windows whose sample
+ * saw none of the layer's runs. A layer that runs in bursts (block I/O at
+ * a job's checkpoints, a library called at its start) would otherwise be
+ * costed only in the windows where a burst met the sample, and the budget
+ * would not see it. Weighted by runs, so a sample of three runs moves it
+ * little. Of one load of the layer's programs (the id of its run counter)
+ * and one budget level (selfcost_forget()): either changes what a run
+ * costs. */
+#define SELFCOST_MIN_SAMPLED_RUNS 100
+
+struct layer_est {
+	char name[NAME_MAX_LEN];
+	uint32_t runs_map;
+	double ns, runs;
 };
 
 struct map_win {
@@ -63,6 +81,8 @@ struct selfcost {
 	size_t n_progs, cap_progs;
 	struct layer_win layers[16];
 	size_t n_layers;
+	struct layer_est est[16];
+	size_t n_est;
 	uint64_t now_ns; /* the last flip */
 	struct map_win *maps, *rings;
 	size_t n_maps, cap_maps, n_rings, cap_rings;
@@ -172,6 +192,12 @@ void selfcost_adopt(struct selfcost *s, struct selfcost *old)
 	struct prog_prev *t = s->prev;
 	size_t n = s->n_prev, cap = s->cap_prev;
 
+	/* kept only if they were being measured: not from before an untimed
+	 * stretch (self.bpf_stats was false) */
+	if (!old->untimed) {
+		memcpy(s->est, old->est, sizeof(s->est));
+		s->n_est = old->n_est;
+	}
 	s->prev = old->prev;
 	s->n_prev = old->n_prev;
 	s->cap_prev = old->cap_prev;
@@ -187,9 +213,14 @@ static const struct prog_prev *prev_find(const struct selfcost *s, uint64_t id)
 	return s->n_prev ? bsearch(&k, s->prev, s->n_prev, sizeof(k), prev_cmp) : NULL;
 }
 
+void selfcost_forget(struct selfcost *s)
+{
+	s->n_est = 0;
+}
+
 /* Runs the object's programs counted themselves since the last read, or
- * -1 when the object has no such counter. */
-static int64_t read_runs(struct selfcost *s, struct bpf_object *obj)
+ * -1 when the object has no such counter; *id: the counter's map id. */
+static int64_t read_runs(struct selfcost *s, struct bpf_object *obj, uint32_t *id)
 {
 	const struct bpf_map *map = bpf_object__find_map_by_name(obj, "dc_runs");
 	struct bpf_map_info info;
@@ -202,6 +233,7 @@ static int64_t read_runs(struct selfcost *s, struct bpf_object *obj)
 	memset(&info, 0, sizeof(info));
 	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
 		return -1;
+	*id = info.id;
 	p = prev_find(s, RUNS_KEY(info.id));
 	pp = VEC_PUSH(s->cur, s->n_cur, s->cap_cur);
 	if (bpf_map_lookup_elem(fd, &zero, s->percpu)) {
@@ -224,13 +256,35 @@ static int64_t read_runs(struct selfcost *s, struct bpf_object *obj)
 	return (int64_t)(total - (p ? p->runs : 0));
 }
 
+static struct layer_est *est_of(struct selfcost *s, const char *layer, uint32_t runs_map)
+{
+	struct layer_est *e = NULL;
+
+	for (size_t i = 0; i < s->n_est && !e; i++)
+		if (!strcmp(s->est[i].name, layer))
+			e = &s->est[i];
+	if (!e && s->n_est == ELEMENTSOF(s->est))
+		return NULL;
+	if (!e) {
+		e = &s->est[s->n_est++];
+		snprintf(e->name, NAME_MAX_LEN, "%s", layer);
+	} else if (e->runs_map == runs_map)
+		return e;
+	/* new, or its programs loaded again: nothing of theirs timed yet */
+	e->runs_map = runs_map;
+	e->ns = e->runs = 0;
+	return e;
+}
+
 static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_object *obj)
 {
 	struct bpf_program *prog;
 	size_t first = s->n_progs;
 	uint64_t sampled = 0, sampled_ns = 0;
-	int64_t counted = read_runs(s, obj);
-	double f;
+	uint32_t runs_map = 0;
+	int64_t counted = read_runs(s, obj, &runs_map);
+	struct layer_est *est;
+	double f, k = 1; /* k: the layer's run time over the sample's */
 
 	bpf_object__for_each_program(prog, obj)
 	{
@@ -274,7 +328,9 @@ static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_o
 	 * statistics slow each of them (0.50 to 0.93 of the runs under a
 	 * system-call-bound writer, docs/operations.md), and up to 1/duty high
 	 * while another tool had the statistics on. A layer whose programs
-	 * did not run in the sample has runs and no run time.
+	 * did not run in the sample takes its time per run from the earlier
+	 * samples (struct layer_est), said in the record; none yet, its runs
+	 * have no run time.
 	 */
 	if (counted >= 0) {
 		f = sampled ? (double)counted / (double)sampled : 0;
@@ -286,10 +342,33 @@ static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_o
 	if (s->untimed) /* timed by someone else: not the agent's to publish */
 		sampled_ns = 0;
 	lw->run_ns = (uint64_t)llround((double)sampled_ns * f);
+	/* only where a sample is taken: with the statistics on all window
+	 * (fd, sysctl) runs without run time are a reading's race, not a
+	 * sample that missed them */
+	est = s->sampling && counted >= 0 ? est_of(s, lw->name, runs_map) : NULL;
+	if (est && sampled && sampled_ns) {
+		est->ns = est->ns / 2 + (double)sampled_ns;
+		est->runs = est->runs / 2 + (double)sampled;
+		/* a handful of runs at a burst's edge (cold caches, new keys),
+		 * scaled up to the window's thousands, would be one window's
+		 * cost several times over: enough to spend a period's budget
+		 * alone. Those weigh in the mean with the earlier samples. */
+		if (sampled < SELFCOST_MIN_SAMPLED_RUNS && lw->runs > sampled &&
+		    est->runs > (double)sampled && lw->run_ns) {
+			uint64_t mean = (uint64_t)llround((double)lw->runs * est->ns / est->runs);
+
+			k = (double)mean / (double)lw->run_ns;
+			lw->run_ns = mean;
+			lw->estimated = true;
+		}
+	} else if (est && lw->runs && !lw->run_ns && est->runs > 0) {
+		lw->run_ns = (uint64_t)llround((double)lw->runs * est->ns / est->runs);
+		lw->estimated = lw->run_ns > 0;
+	}
 	for (size_t i = first; i < s->n_progs; i++) {
 		s->progs[i].runs = (uint64_t)llround((double)s->progs[i].runs * f);
 		s->progs[i].run_ns =
-		    s->untimed ? 0 : (uint64_t)llround((double)s->progs[i].run_ns * f);
+		    s->untimed ? 0 : (uint64_t)llround((double)s->progs[i].run_ns * f * k);
 	}
 }
 
@@ -470,7 +549,8 @@ void selfcost_stats_on(struct selfcost *s, uint64_t now_ns)
 	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (s->stats_fd >= 0)
 		s->on_since_ns = now_ns;
-	/* refused now: the window reads no run time (scale 0), said below */
+	/* refused now: the window reads no run time (scale 0) but the
+	 * estimates of earlier samples (struct layer_est) */
 }
 
 void selfcost_stats_off(struct selfcost *s, uint64_t now_ns)
@@ -541,7 +621,10 @@ void selfcost_json(const struct selfcost *s, struct dc_json *j)
 		json_double(j, sec > 0 ? (double)l->runs / sec : 0);
 		json_key(j, "run_ns");
 		json_u64(j, l->run_ns);
-		/* runs without run time: counted, not timed (no sample) */
+		json_key(j, "run_ns_estimated");
+		json_bool(j, l->estimated);
+		/* runs without run time: counted, not timed (no sample, nor
+		 * an earlier one to estimate from) */
 		json_key(j, "ns_per_run");
 		if (l->runs && !l->run_ns)
 			json_null(j);

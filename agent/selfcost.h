@@ -39,6 +39,12 @@ struct selfcost *selfcost_free(struct selfcost *s);
  * (self.* reloaded) counts the programs from then, not from their load. */
 void selfcost_adopt(struct selfcost *s, struct selfcost *old);
 
+/* The layers' time per run of earlier samples, which stands in for a
+ * sample that saw none of a layer's runs, is of the programs as they ran:
+ * forgotten when the budget switches detail (trace sampling changes what
+ * a run costs). */
+void selfcost_forget(struct selfcost *s);
+
 /* Read the counters of every program of the layers, the kernel's and the
  * programs' own count of their runs (bpf/common.bpf.h): the account of the
  * window that ended at now_ns (CLOCK_MONOTONIC). Called at the window's

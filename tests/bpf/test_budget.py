@@ -5,16 +5,21 @@
   selfcost: every window's agent record carries each BPF program's run time
             and count, per layer, the fill of maps and rings, and one
             summary of every loss, consistent with the per-layer counters.
+  selfcost-bursts: a layer whose programs ran only outside a window's
+            sample of the statistics is given the time per run of its
+            earlier samples (said in the record), not none.
   budget:   a small budget and a heavy workload: detail is given up in the
             documented order, one step per decision, logged, in STATUS= and
             in the agent records; idle, it comes back in reverse order.
+  budget-reload: a reload of the budget alone, at a reduced level: the
+            window in progress goes out at that level.
   budget-retry: a family that cannot come back when detail is restored is
             said to be missing and tried again until it does.
   libs-gone: a reload that cannot attach the libraries, neither the new
             configuration's nor the running one's: the agent runs on
             without them and tries them again.
 
-usage: test_budget.py SCENARIO AGENT TRACELOAD
+usage: test_budget.py SCENARIO AGENT TRACELOAD (selfcost-bursts: WORKLOAD)
 """
 import json
 import os
@@ -27,7 +32,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import Agent, Checks, require_root  # noqa: E402
+from agentlib import Agent, Checks, require_root, run_workload, workload_pid  # noqa: E402
 
 ORDER = ["full", "traces_reduced", "traces_off", "stacks_off", "libraries_off", "vfs_off"]
 LV = {name: i for i, name in enumerate(ORDER)}
@@ -278,6 +283,75 @@ def scenario_selfcost(agent_bin, load_bin):
     c.done()
 
 
+def scenario_bursts(agent_bin, wl_bin):
+    """io_uring (quiet on a node but for this test) in bursts: across two
+    windows' samples, each followed by a window whose burst ends well before
+    its sample. The windows end on the wall clock's multiples of 2 s; a
+    0.2 s sample sits in the middle of each (0.9 to 1.1 s in, a few ms later
+    by the close)."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-bursts-", dir="/dev/shm")  # no disk's fsync stalls
+    interval = 2.0
+    a = Agent(agent_bin, 'interval = %g;\nself = { bpf_stats_duty = 0.1; };\n' % interval)
+
+    def burst(lo, hi, window_start):
+        """io_uring rings from lo to hi seconds into the window (wall clock):
+        how many ran, and when the last one ended (s into the window)."""
+        while time.time() < window_start + lo:
+            time.sleep(0.01)
+        n = 0
+        while time.time() < window_start + hi - 0.05:
+            workload_pid(run_workload(wl_bin, uring=1, iters=100, size=4096, bad_reads=0,
+                                      dir=tmp))
+            n += 1
+        return n, time.time() - window_start
+
+    # the first whole window after the start's, plus one for slack
+    w0 = (int(time.time() / interval) + 2) * interval
+    timed, before = (0.5, 1.5), (0.1, 0.45)
+    spans = [(w0 + k * interval,) + (timed if k % 2 == 0 else before) for k in range(4)]
+    done = [burst(lo, hi, ws) for ws, lo, hi in spans]
+    # the last window closes on its own, not as the stop's partial one
+    time.sleep(max(0, w0 + 4 * interval + 0.3 - time.time()))
+    c.eq(a.stop(), 0, "agent exits 0")
+    shutil.rmtree(tmp, ignore_errors=True)
+    c.check(all(n for n, _ in done) and all(end < 0.8 for n, end in done[1::2]),
+            "io_uring bursts ran in every span, those before the sample ended by 0.8 s (%s)"
+            % ["%d runs to %.2f s" % d for d in done])
+    ag = [r for r in a.records() if r["type"] == "agent"]
+    # a window starts when the last one closed: on the boundary, a little late
+    got = [next((r for r in ag if 0 <= r["ts_start"] - ws * 1e6 <= 300000), None)
+           for ws, _, _ in spans]
+    c.check(all(got), "an agent record for each window of a burst (%s)"
+            % [bool(r) for r in got])
+    if not all(got):
+        c.done()
+        return
+    c.check(all("on 10% of each window" in r["cost"]["bpf_stats"] for r in got),
+            "statistics sampled (%s)" % got[0]["cost"]["bpf_stats"])
+    ur = [r["layers"]["io_uring"] for r in got]
+    c.check(all(u["runs"] > 0 for u in ur), "io_uring's programs ran in every burst's window (%s)"
+            % [u["runs"] for u in ur])
+    c.check(all(not u.get("run_ns_estimated") and u["run_ns"] > 0 for u in ur[0::2]),
+            "the bursts across the sample: run time measured (%s ns a run)"
+            % [u["ns_per_run"] for u in ur[0::2]])
+    # before, these windows read no run time (ns_per_run null): the layer
+    # cost nothing whenever its work missed the tenth of the window sampled
+    c.check(all(u.get("run_ns_estimated") and u["run_ns"] > 0 for u in ur[1::2]),
+            "bursts before the sample: run time from the earlier samples (%s)"
+            % [(u["run_ns"], u.get("run_ns_estimated")) for u in ur[1::2]])
+    first, second = ur[0]["ns_per_run"] or 0, ur[2]["ns_per_run"] or 0
+    est = [u["ns_per_run"] or 0 for u in ur[1::2]]
+    c.check(abs(est[0] - first) <= 0.01 * first,
+            "after one sample: its time per run (%s against %s)" % (est[0], first))
+    # a mean of the two, weighted by their runs in the samples
+    c.check(0.99 * min(first, second) <= est[1] <= 1.01 * max(first, second),
+            "after two: between theirs (%s, from %s and %s)" % (est[1], first, second))
+    c.check(all(r["cost"]["bpf_run_ns"] == sum(v["run_ns"] for v in r["layers"].values())
+                for r in got), "the estimate counts in the agent's cost (bpf_run_ns)")
+    c.done()
+
+
 def scenario_budget(agent_bin, load_bin):
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-budget-")
@@ -402,6 +476,50 @@ def scenario_budget(agent_bin, load_bin):
     c.check("Reloaded the configuration: budget" in log, "reload: the budget changed in place")
     c.check(ag_all[-1]["budget"] is None and len(ag_all) > len(ag),
             "budget.cpu = 0 after the reload: no budget in the last records")
+    c.done()
+
+
+def scenario_budget_reload(agent_bin, load_bin):
+    """A reload that changes only the budget, while detail is given up: the
+    window in progress goes out at the level it ran at, then the new budget
+    starts from full detail."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-budget-rl-")
+    data = os.path.join(tmp, "data")
+    conf = ('interval = 0.25;\nbudget = { cpu = 0.1; period = 1.0; recover_below = 0.6; };\n'
+            'traces = { output = { dir = "%s"; }; sampling = { one_in_n = 2; rate = 0; }; };\n'
+            % os.path.join(tmp, "traces"))
+    a = Agent(agent_bin, conf)
+    writers = [subprocess.Popen([load_bin, data + str(i), "100000000"], stdout=subprocess.DEVNULL)
+               for i in range(2)]
+    try:
+        level = poll(lambda: max([r["budget"]["level"] for r in agent_records(a.out)[-2:]
+                                  if r["budget"]] or [0]), 40)
+        # mid-window, so that most of the window in progress ran degraded
+        time.sleep(0.125 - time.time() % 0.25 + 0.25)
+        with open(a.conf, "w") as f:
+            f.write(conf.replace("cpu = 0.1;", "cpu = 0.0;"))
+        t_hup = time.time()
+        a.proc.send_signal(signal.SIGHUP)
+        a.wait_for("READY=1", 60)
+        time.sleep(0.6)
+    finally:
+        for w in writers:
+            w.kill()
+            w.wait()
+    c.eq(a.stop(), 0, "agent exits 0")
+    shutil.rmtree(tmp, ignore_errors=True)
+    c.check(level, "detail given up under load before the reload (level %s)" % level)
+    ag = [r for r in a.records() if r["type"] == "agent"]
+    was = [r for r in ag if r["ts_start"] < (t_hup - 0.05) * 1e6]
+    cur = was[-1] if was else None
+    c.check(cur and cur["budget"] and cur["budget"]["level"] >= 1,
+            "the window in progress at the reload says the level it ran at (%s)"
+            % (cur and cur["budget"]))
+    c.check(cur and cur["ts_end"] <= (t_hup + 0.2) * 1e6,
+            "and ends at the reload (%.3f s after the signal)"
+            % ((cur["ts_end"] / 1e6 - t_hup) if cur else -1))
+    c.check(ag[-1]["budget"] is None, "budget.cpu = 0 after the reload: no budget")
     c.done()
 
 
@@ -545,7 +663,8 @@ def scenario_libs_gone(agent_bin, load_bin):
 def main():
     name, agent_bin, load_bin = sys.argv[1:4]
     require_root()
-    {"selfcost": scenario_selfcost, "budget": scenario_budget,
+    {"selfcost": scenario_selfcost, "selfcost-bursts": scenario_bursts,
+     "budget": scenario_budget, "budget-reload": scenario_budget_reload,
      "budget-retry": scenario_retry, "libs-gone": scenario_libs_gone}[name](agent_bin, load_bin)
 
 

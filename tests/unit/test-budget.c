@@ -100,6 +100,17 @@ int main(void)
 	for (int i = 0; i < 8; i++)
 		l = budget_window(b, 15 * S, (uint64_t)(0.004 * 15 * S));
 	CHECK_U64(l, DC_BUDGET_FULL, "then at 0.4%: back, and it stays");
+	/* a period of more windows than the ring has slots: an hour of 0.1 s
+	 * windows at 1.1% of a 1% budget is over the limit only once the
+	 * hour's allowance is spent (3,273 s in), not after 6,000 windows */
+	p.period_sec = 3600;
+	budget_init(b, &p);
+	for (int i = 0; i < 30000 && l == DC_BUDGET_FULL; i++)
+		l = budget_window(b, S / 10, (uint64_t)(0.011 * S / 10));
+	CHECK_U64(l, DC_BUDGET_FULL, "an hour's period of 0.1 s windows: no step after 3,000 s");
+	for (int i = 0; i < 3000 && l == DC_BUDGET_FULL; i++)
+		l = budget_window(b, S / 10, (uint64_t)(0.011 * S / 10));
+	CHECK_U64(l, DC_BUDGET_TRACES_REDUCED, "the step once the hour's allowance is spent");
 	free(b);
 	return tap_done();
 }
