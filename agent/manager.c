@@ -800,16 +800,20 @@ static void stats_window_start(struct manager *m, uint64_t now_ns)
 	uint64_t at = (now_ns + (window - on_for) / 2) / NSEC_PER_USEC;
 	int r;
 
-	/* every window's sample would be too short: on for good */
+	/* every window's sample would be too short: on for good, or until
+	 * a reload makes the windows longer */
 	if (per_interval && per_interval < SELFCOST_MIN_SAMPLE_NS) {
 		selfcost_stats_keep_on(m->cost, now_ns);
 		on_for = 0;
-	} else if (on_for && on_for < SELFCOST_MIN_SAMPLE_NS) {
-		/* this window alone is short (window 0 of aligned windows, the
-		 * start taking part of it; one after a late close): sampled
-		 * whole */
-		selfcost_stats_on(m->cost, now_ns);
-		on_for = 0;
+	} else {
+		selfcost_stats_resume(m->cost, now_ns);
+		if (on_for && on_for < SELFCOST_MIN_SAMPLE_NS) {
+			/* this window alone is short (window 0 of aligned
+			 * windows, the start taking part of it; one after a
+			 * late close): sampled whole */
+			selfcost_stats_on(m->cost, now_ns);
+			on_for = 0;
+		}
 	}
 	m->stats_on_for_ns = on_for;
 	m->stats_switched_on = false;
@@ -1522,9 +1526,12 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		reload_close_window(m, &before);
 	if (ch & (FAM_ALL | CH_SINKS)) {
 		struct dc_filter *old_filter = NULL;
+		unsigned start = ch & FAM_ALL;
 
 		/* everything counted so far goes out under the old settings */
 		reload_close_window(m, &before);
+		if (m->budget_level >= DC_BUDGET_LIBRARIES_OFF)
+			start &= ~FAM_LIBS;
 		families_stop(m, ch & FAM_ALL);
 		if (ch & CH_FILTER) {
 			old_filter = m->filter;
@@ -1541,10 +1548,27 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 					 "reload failed to open the new outputs: running on the "
 					 "previous configuration");
 		}
+		if (r >= 0 && (start & FAM_LIBS) != (ch & FAM_LIBS) && nc.n_libs) {
+			/* the budget keeps the libraries off: attached now, their
+			 * probes (thousands, each a perf event on older kernels)
+			 * would be detached again at once; checked, not attached,
+			 * and attached when the budget steps back */
+			char err[1024];
+
+			r = probe_uprobe_check(&nc, err, sizeof(err));
+			if (r < 0) {
+				config_error = true;
+				log_error_errno(r, "Cannot probe the configured libraries: %s",
+						err);
+				snprintf(m->reload_error, sizeof(m->reload_error),
+					 "reload failed to attach the new probes: running on the "
+					 "previous configuration");
+			}
+		}
 		if (r >= 0) {
 			if (ch & FAM_VFS)
 				m->vfs_attached = false; /* judged afresh under the new settings */
-			r = families_start(m, &nc, ch & FAM_ALL, &config_error);
+			r = families_start(m, &nc, start, &config_error);
 			if (r < 0) {
 				families_stop(m, ch & FAM_ALL);
 				snprintf(m->reload_error, sizeof(m->reload_error),
@@ -1573,8 +1597,8 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 			}
 			if (ch & FAM_VFS)
 				m->vfs_attached = false;
-			r = families_start(m, &m->cfg, ch & FAM_ALL, &config_error);
-			if (r < 0 && (ch & FAM_LIBS) && m->cfg.n_libs && !m->up) {
+			r = families_start(m, &m->cfg, start, &config_error);
+			if (r < 0 && (start & FAM_LIBS) && m->cfg.n_libs && !m->up) {
 				/* the running configuration's libraries cannot be
 				 * probed now either (deleted since they attached): the
 				 * rest of it runs, and they are owed, rather than the
@@ -2239,6 +2263,9 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 		if (r < 0)
 			return log_error_errno(r, "Cannot set up sampled traces: %s", err);
 	}
+	for (size_t i = 0; i < ELEMENTSOF(jobs); i++)
+		if (jobs[i].on)
+			log_debug("Starting the %s probes", jobs[i].family);
 	jobs_run_max(m, jobs, ELEMENTSOF(jobs), 3);
 	if (jobs[SYSCALL].on && jobs[SYSCALL].r < 0)
 		return jobs[SYSCALL].r;

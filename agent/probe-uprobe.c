@@ -364,6 +364,48 @@ static void drop_repeats(struct probe_uprobe *p)
 	p->n_funcs = w;
 }
 
+/* The functions library li's patterns select (at least one), or -errno
+ * and why in err. */
+static int lib_funcs(const struct dc_config *cfg, int li, struct elf_func **fs, char *err,
+		     size_t errlen)
+{
+	const struct dc_lib_cfg *lib = &cfg->libs[li];
+	int n = elf_find_funcs(lib->path, lib->functions, fs, err, errlen);
+
+	if (n == 0) {
+		snprintf(err, errlen,
+			 "%s: no function matches the patterns of probes.libraries[%d]", lib->path,
+			 li);
+		return -ENOENT;
+	}
+	return n;
+}
+
+static int too_many(size_t max, char *err, size_t errlen)
+{
+	snprintf(err, errlen,
+		 "the library patterns select more than %zu functions (maps.library_max_functions)",
+		 max);
+	return -E2BIG;
+}
+
+int probe_uprobe_check(const struct dc_config *cfg, char *err, size_t errlen)
+{
+	size_t total = 0;
+
+	for (int li = 0; li < cfg->n_libs; li++) {
+		_cleanup_free_ struct elf_func *fs = NULL;
+		int n = lib_funcs(cfg, li, &fs, err, errlen);
+
+		if (n < 0)
+			return n;
+		total += (size_t)n;
+	}
+	return total > (size_t)cfg->library_max_functions
+		   ? too_many((size_t)cfg->library_max_functions, err, errlen)
+		   : 0;
+}
+
 /* Every function the patterns select, with its offset and cookie. */
 static int find_funcs(struct probe_uprobe *p, size_t max, char *err, size_t errlen)
 {
@@ -372,26 +414,15 @@ static int find_funcs(struct probe_uprobe *p, size_t max, char *err, size_t errl
 	for (int li = 0; li < cfg->n_libs; li++) {
 		const struct dc_lib_cfg *lib = &cfg->libs[li];
 		_cleanup_free_ struct elf_func *fs = NULL;
-		int n = elf_find_funcs(lib->path, lib->functions, &fs, err, errlen);
+		int n = lib_funcs(cfg, li, &fs, err, errlen);
 
 		if (n < 0)
 			return n;
-		if (n == 0) {
-			snprintf(err, errlen,
-				 "%s: no function matches the patterns of probes.libraries[%d]",
-				 lib->path, li);
-			return -ENOENT;
-		}
 		for (int i = 0; i < n; i++) {
 			struct dc_up_func *f = &p->funcs[p->n_funcs];
 
-			if (p->n_funcs == max) {
-				snprintf(err, errlen,
-					 "the library patterns select more than %zu functions "
-					 "(maps.library_max_functions)",
-					 max);
-				return -E2BIG;
-			}
+			if (p->n_funcs == max)
+				return too_many(max, err, errlen);
 			snprintf(f->name, sizeof(f->name), "%s", fs[i].name);
 			snprintf(f->category, sizeof(f->category), "%s", lib->category);
 			snprintf(f->feature, sizeof(f->feature), "%s-%s", fs[i].name,

@@ -27,6 +27,10 @@ struct probe_uprobe;
 int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, bool plain_ok,
 		     struct probe_uprobe **ret, char *err, size_t errlen);
 struct probe_uprobe *probe_uprobe_free(struct probe_uprobe *p);
+/* What probe_uprobe_new() would find wrong with cfg's libraries (a file
+ * missing or not ELF, a pattern matching nothing, too many functions),
+ * without attaching: -errno and why in err, else 0. */
+int probe_uprobe_check(const struct dc_config *cfg, char *err, size_t errlen);
 const char *probe_uprobe_detail(const struct probe_uprobe *p);
 /* "uprobe_multi" (one link per binary and direction, kernel 6.6+) or
  * "uprobe" (a perf-event link per function and direction). */

@@ -70,6 +70,7 @@ struct selfcost {
 	 * object without its own count of its runs */
 	bool sampling;
 	bool untimed; /* statistics off by configuration or refused: no run time */
+	bool kept_on; /* sampling, but on for good while windows are too short */
 	double duty, scale;
 	uint64_t on_since_ns, on_ns;
 	uint64_t scan_ns, last_scan_ns;
@@ -525,7 +526,7 @@ void selfcost_window(struct selfcost *s, const struct selfcost_layer *layers, si
 
 uint64_t selfcost_stats_on_for(const struct selfcost *s, uint64_t window_ns)
 {
-	return s->sampling ? (uint64_t)(s->duty * (double)window_ns) : 0;
+	return s->sampling || s->kept_on ? (uint64_t)(s->duty * (double)window_ns) : 0;
 }
 
 void selfcost_stats_keep_on(struct selfcost *s, uint64_t now_ns)
@@ -536,10 +537,24 @@ void selfcost_stats_keep_on(struct selfcost *s, uint64_t now_ns)
 	if (!s->on_since_ns)
 		return; /* refused: tried again at the next window */
 	s->sampling = false;
+	s->kept_on = true;
 	s->scale = 1;
 	snprintf(s->stats_state, sizeof(s->stats_state),
 		 "fd (always on: a sample of each window would be under %g ms)",
 		 SELFCOST_MIN_SAMPLE_NS / 1e6);
+}
+
+void selfcost_stats_resume(struct selfcost *s, uint64_t now_ns)
+{
+	if (!s->kept_on)
+		return;
+	s->kept_on = false;
+	s->sampling = true;
+	/* on since the keep-on: counted as on from this window's start */
+	s->on_since_ns = now_ns;
+	s->on_ns = 0;
+	snprintf(s->stats_state, sizeof(s->stats_state), "fd, on %g%% of each window",
+		 s->duty * 100);
 }
 
 void selfcost_stats_on(struct selfcost *s, uint64_t now_ns)

@@ -67,6 +67,8 @@ uint64_t selfcost_stats_on_for(const struct selfcost *s, uint64_t window_ns);
  * statistics then stay on. */
 #define SELFCOST_MIN_SAMPLE_NS 50000000ULL
 void selfcost_stats_keep_on(struct selfcost *s, uint64_t now_ns);
+/* Windows long enough again (a reload's interval): sampled again. */
+void selfcost_stats_resume(struct selfcost *s, uint64_t now_ns);
 void selfcost_stats_on(struct selfcost *s, uint64_t now_ns);
 void selfcost_stats_off(struct selfcost *s, uint64_t now_ns);
 

@@ -280,6 +280,22 @@ def scenario_selfcost(agent_bin, load_bin):
                 % (what, ["%.3f" % x for x in ratios]))
         c.check(all(r["layers"]["syscall"]["run_ns"] > 0 for r in ag),
                 "%s: the system-call programs' run time measured in every window" % what)
+
+    # windows too short to sample keep the statistics on, until a reload
+    # makes them long enough: sampled again (before, on for good)
+    a = Agent(agent_bin, 'interval = 0.25;\n')
+    time.sleep(0.6)
+    with open(a.conf, "w") as f:
+        f.write('interval = 1.0;\n')
+    a.proc.send_signal(signal.SIGHUP)
+    a.wait_for("READY=1", 60)
+    time.sleep(3.2)
+    c.eq(a.stop(), 0, "agent exits 0 (interval reloaded)")
+    states = [r["cost"]["bpf_stats"] for r in a.records() if r["type"] == "agent"]
+    c.check(states and states[0].startswith("fd (always on") and
+            all("on 10% of each window" in x for x in states[-2:]),
+            "0.25 s windows: statistics always on; 1 s windows after a reload: sampled again "
+            "(%s, then %s)" % (states[:1], states[-2:]))
     c.done()
 
 
@@ -480,46 +496,77 @@ def scenario_budget(agent_bin, load_bin):
 
 
 def scenario_budget_reload(agent_bin, load_bin):
-    """A reload that changes only the budget, while detail is given up: the
-    window in progress goes out at the level it ran at, then the new budget
-    starts from full detail."""
+    """Reloads while detail is given up. One that changes the libraries' probes
+    at libraries_off checks them and leaves them off (attached, they would be
+    detached at once), then one that changes only the budget: the window in
+    progress goes out at the level it ran at, then the new budget starts
+    from full detail, the libraries with it."""
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-budget-rl-")
     data = os.path.join(tmp, "data")
-    conf = ('interval = 0.25;\nbudget = { cpu = 0.1; period = 1.0; recover_below = 0.6; };\n'
+    conf = ('interval = 0.25;\nlog_level = "debug";\n'
+            'budget = { cpu = 0.1; period = 1.0; recover_below = 0.6; };\n'
             'traces = { output = { dir = "%s"; }; sampling = { one_in_n = 2; rate = 0; }; };\n'
-            % os.path.join(tmp, "traces"))
+            'probes = { libraries = ( { path = "%s"; category = "libc"; '
+            'functions = ["pwrite*"]; bytes = ["pwrite"]; } ); };\n'
+            % (os.path.join(tmp, "traces"), libc_path(load_bin)))
     a = Agent(agent_bin, conf)
     writers = [subprocess.Popen([load_bin, data + str(i), "100000000"], stdout=subprocess.DEVNULL)
                for i in range(2)]
-    try:
-        level = poll(lambda: max([r["budget"]["level"] for r in agent_records(a.out)[-2:]
-                                  if r["budget"]] or [0]), 40)
-        # mid-window, so that most of the window in progress ran degraded
-        time.sleep(0.125 - time.time() % 0.25 + 0.25)
+
+    def reload(text):
         with open(a.conf, "w") as f:
-            f.write(conf.replace("cpu = 0.1;", "cpu = 0.0;"))
-        t_hup = time.time()
+            f.write(text)
+        t = time.time()
         a.proc.send_signal(signal.SIGHUP)
         a.wait_for("READY=1", 60)
+        return t, a.log()
+
+    try:
+        level = poll(lambda: max([r["budget"]["level"] for r in agent_records(a.out)[-2:]
+                                  if r["budget"]] or [0]) >= LV["libraries_off"], 40)
+        log0 = a.log()
+        _, log1 = reload(conf.replace('"pwrite*"', '"pwrite64*"'))
+        level1 = agent_records(a.out)[-1]["budget"]["level"]
+        # checked though not attached: a library that is not there is refused
+        _, log_bad = reload(conf.replace(libc_path(load_bin), "/nonexistent/libc.so.6"))
+        # mid-window, so that most of the window in progress ran degraded
+        time.sleep(0.125 - time.time() % 0.25 + 0.25)
+        t_hup, _ = reload(conf.replace('"pwrite*"', '"pwrite64*"').replace("cpu = 0.1;",
+                                                                            "cpu = 0.0;"))
         time.sleep(0.6)
     finally:
         for w in writers:
             w.kill()
             w.wait()
     c.eq(a.stop(), 0, "agent exits 0")
+    log2 = a.log()
     shutil.rmtree(tmp, ignore_errors=True)
-    c.check(level, "detail given up under load before the reload (level %s)" % level)
+    c.check(level, "libraries_off reached under load before the reloads")
+    during = log1[len(log0):]
+    c.check("Reloaded the configuration: probes reattached" in during and
+            "Starting the library probes" not in during and level1 >= LV["libraries_off"],
+            "a reload of the libraries at libraries_off (level %d after it) leaves them off, "
+            "unattached" % level1)
+    bad = log_bad[len(log1):]
+    c.check("Cannot probe the configured libraries: /nonexistent/libc.so.6" in bad and
+            "reload failed to attach the new probes: running on the previous" in bad,
+            "a missing library at libraries_off: the reload is refused all the same")
+    c.check("Starting the library probes" in log2[len(log_bad):],
+            "the budget's reset to full detail attaches them")
     ag = [r for r in a.records() if r["type"] == "agent"]
     was = [r for r in ag if r["ts_start"] < (t_hup - 0.05) * 1e6]
     cur = was[-1] if was else None
     c.check(cur and cur["budget"] and cur["budget"]["level"] >= 1,
-            "the window in progress at the reload says the level it ran at (%s)"
+            "the window in progress at the budget's reload says the level it ran at (%s)"
             % (cur and cur["budget"]))
     c.check(cur and cur["ts_end"] <= (t_hup + 0.2) * 1e6,
             "and ends at the reload (%.3f s after the signal)"
             % ((cur["ts_end"] / 1e6 - t_hup) if cur else -1))
     c.check(ag[-1]["budget"] is None, "budget.cpu = 0 after the reload: no budget")
+    c.check(any(k == "pwrite64-libc" for r in a.records() if r["type"] == "features"
+                and r["ts_start"] >= t_hup * 1e6 for k in r.get("functions", {})),
+            "the new patterns' functions counted once the libraries are back")
     c.done()
 
 
