@@ -85,6 +85,7 @@ struct manager {
 	/* records a failing output file still held at a reload, for the next */
 	struct dc_buf carry;
 	uint64_t carry_records;
+	struct sink_tail carry_tail; /* the end of a record at its front */
 	size_t n_sinks;
 	struct dc_sink *kafka;	     /* borrowed from sinks[]: it takes trace batches too */
 	struct dc_sink *trace_files; /* NULL when traces.output.dir is "" */
@@ -1517,9 +1518,25 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 			goto done;
 		}
 	}
+	if ((ch & FAM_LIBS) && !(ch & CH_BUDGET) && nc.n_libs && m->cfg.budget_cpu > 0) {
+		/* the budget may keep the libraries off through this reload
+		 * (below), unattached: what attaching them would refuse is
+		 * refused here, before anything changes */
+		char err[1024];
+
+		r = probe_uprobe_check(&nc, err, sizeof(err));
+		if (r < 0) {
+			snprintf(m->reload_error, sizeof(m->reload_error),
+				 "reload refused (%.100s): running on the previous configuration",
+				 err);
+			log_error("Reload refused: %s; still running on the previous one", err);
+			filter_free(nf);
+			goto done;
+		}
+	}
 	level = log_parse_level(nc.log_level);
 	log_set_max_level(level < 0 ? LOG_INFO : level);
-	if ((ch & CH_BUDGET) && !(ch & (FAM_ALL | CH_SINKS)))
+	if ((ch & CH_BUDGET) && m->budget_level != DC_BUDGET_FULL && !(ch & (FAM_ALL | CH_SINKS)))
 		/* a new budget starts from full detail: the window so far goes
 		 * out at the level it ran at, not said to be full (nor judged
 		 * as full by the new budget) */
@@ -1530,7 +1547,12 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 
 		/* everything counted so far goes out under the old settings */
 		reload_close_window(m, &before);
-		if (m->budget_level >= DC_BUDGET_LIBRARIES_OFF)
+		/* the budget keeps the libraries off (and no new budget
+		 * restarts from full detail): attached now, their probes
+		 * (thousands, each a perf event on older kernels) would be
+		 * detached again at once; checked above, attached when the
+		 * budget steps back */
+		if (m->budget_level >= DC_BUDGET_LIBRARIES_OFF && !(ch & CH_BUDGET))
 			start &= ~FAM_LIBS;
 		families_stop(m, ch & FAM_ALL);
 		if (ch & CH_FILTER) {
@@ -1547,23 +1569,6 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 				snprintf(m->reload_error, sizeof(m->reload_error),
 					 "reload failed to open the new outputs: running on the "
 					 "previous configuration");
-		}
-		if (r >= 0 && (start & FAM_LIBS) != (ch & FAM_LIBS) && nc.n_libs) {
-			/* the budget keeps the libraries off: attached now, their
-			 * probes (thousands, each a perf event on older kernels)
-			 * would be detached again at once; checked, not attached,
-			 * and attached when the budget steps back */
-			char err[1024];
-
-			r = probe_uprobe_check(&nc, err, sizeof(err));
-			if (r < 0) {
-				config_error = true;
-				log_error_errno(r, "Cannot probe the configured libraries: %s",
-						err);
-				snprintf(m->reload_error, sizeof(m->reload_error),
-					 "reload failed to attach the new probes: running on the "
-					 "previous configuration");
-			}
 		}
 		if (r >= 0) {
 			if (ch & FAM_VFS)
@@ -1676,6 +1681,9 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 	}
 	/* what was applied: a trace policy that failed kept its old fields */
 	m->cfg = nc;
+	/* programs loaded again, another trace policy: another cost per run */
+	if (ch & (FAM_ALL | CH_TRACE_POLICY))
+		selfcost_forget(m->cost);
 	if (ch & CH_BUDGET) {
 		/* a new budget starts from full detail and judges it afresh */
 		struct dc_budget_params bp = {.cpu = m->cfg.budget_cpu,
@@ -2336,7 +2344,7 @@ static void sinks_stop(struct manager *m, const struct dc_config *next)
 	 * next one */
 	m->kafka_was_down = false;
 	for (size_t i = 0; i < m->n_sinks; i++) {
-		m->carry_records += sink_file_take_pending(m->sinks[i], &m->carry);
+		m->carry_records += sink_file_take_pending(m->sinks[i], &m->carry, &m->carry_tail);
 		if (m->sinks[i] == m->kafka) {
 			struct sink_kafka_state ks;
 
@@ -2375,9 +2383,11 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 			log_notice("%" PRIu64 " records the previous output could not write go "
 				   "to %s first",
 				   m->carry_records, cfg->output);
-			sink_file_put_pending(m->sinks[m->n_sinks], &m->carry, m->carry_records);
+			sink_file_put_pending(m->sinks[m->n_sinks], &m->carry, m->carry_records,
+					      &m->carry_tail);
 			buf_free(&m->carry);
 			m->carry_records = 0;
+			m->carry_tail.len = 0;
 		}
 		m->n_sinks++;
 	}
@@ -2450,6 +2460,7 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 		m->sink_carry.dropped_bytes += m->carry.len;
 		buf_free(&m->carry);
 		m->carry_records = 0;
+		m->carry_tail.len = 0;
 	}
 	return 0;
 }

@@ -65,19 +65,10 @@ static int file_cut_to(struct sink_file *f, off_t size, off_t partial)
 
 static int open_output(const char *path);
 
-/* Before the sink's fd moves to another file: the end of a record written
- * in part goes where its beginning is, in one last try, else it is lost.
- * At the top of the next file it would be half a record on a line. */
-static void tail_settle(struct sink_file *f)
+/* The tail leaves the buffer: written (true) or lost. */
+static void tail_off(struct sink_file *f, bool written)
 {
-	ssize_t n;
-
-	if (!f->tail)
-		return;
-	do
-		n = write(f->fd, f->buf.data, f->tail);
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)f->tail) {
+	if (written) {
 		f->base.stats.records++;
 		f->base.stats.bytes += f->tail;
 	} else {
@@ -89,6 +80,37 @@ static void tail_settle(struct sink_file *f)
 	f->buf.len -= f->tail;
 	f->base.stats.pending_bytes = f->buf.len;
 	f->tail = 0;
+}
+
+/* One try at ending the tail's line in the file the fd is on. */
+static bool tail_write(struct sink_file *f)
+{
+	ssize_t n;
+
+	if (!f->tail)
+		return true;
+	do
+		n = write(f->fd, f->buf.data, f->tail);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)f->tail)
+		tail_off(f, true);
+	return !f->tail;
+}
+
+/* Before the sink's fd moves to another file: the end of a record written
+ * in part goes where its beginning is, in one last try, else it is lost.
+ * At the top of the next file it would be half a record on a line. */
+static void tail_settle(struct sink_file *f)
+{
+	if (!tail_write(f))
+		tail_off(f, false);
+}
+
+static bool same_file(int fd, const struct stat *st)
+{
+	struct stat now;
+
+	return fstat(fd, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino;
 }
 
 /*
@@ -407,6 +429,7 @@ static int open_output(const char *path)
 int sink_file_reopen(struct dc_sink *s)
 {
 	struct sink_file *f = (struct sink_file *)s;
+	struct stat st;
 	int fd;
 
 	if (s->ops != &file_ops || !f->owned)
@@ -416,6 +439,12 @@ int sink_file_reopen(struct dc_sink *s)
 		fd = open_output(f->path);
 	if (fd < 0)
 		return fd; /* the old file stays in use */
+	if (fstat(f->fd, &st) == 0 && same_file(fd, &st)) {
+		/* not moved: the open file is the path's (and a tail held for
+		 * it stays, where a repair would cut its beginning off) */
+		close(fd);
+		return 0;
+	}
 	tail_settle(f);
 	close(f->fd);
 	f->fd = fd;
@@ -425,26 +454,36 @@ int sink_file_reopen(struct dc_sink *s)
 	return 0;
 }
 
-uint64_t sink_file_take_pending(struct dc_sink *s, struct dc_buf *out)
+uint64_t sink_file_take_pending(struct dc_sink *s, struct dc_buf *out, struct sink_tail *tail)
 {
 	struct sink_file *f = (struct sink_file *)s;
 	uint64_t n;
 
-	if (s->ops != &file_ops || f->buf.len <= f->tail)
+	if (s->ops != &file_ops || !f->buf.len)
 		return 0;
-	/* a tail stays, for the close's last try to end its line in this
-	 * file: at the start of the next output it would be half a record */
-	buf_put(out, f->buf.data + f->tail, f->buf.len - f->tail);
-	if (out->err)
+	/* the end of a record written in part: ended in this file now, or
+	 * carried with the file's identity, so that the next sink holds it
+	 * first if it writes to the same file, and counts it lost if not
+	 * (only the front of the carry can be a tail) */
+	if (f->tail && !tail_write(f) && (out->len || fstat(f->fd, &tail->st) < 0))
+		tail_off(f, false);
+	if (f->tail)
+		tail->len = f->tail;
+	buf_put(out, f->buf.data, f->buf.len);
+	if (out->err) {
+		tail->len = 0;
 		return 0; /* they stay: file_free says what is lost */
-	n = f->buf_records - (f->tail && f->buf_records);
-	f->buf.len = f->tail;
-	f->buf_records -= n;
-	s->stats.pending_bytes = f->buf.len;
+	}
+	n = f->buf_records;
+	buf_reset(&f->buf);
+	f->buf_records = 0;
+	f->tail = 0;
+	s->stats.pending_bytes = 0;
 	return n;
 }
 
-void sink_file_put_pending(struct dc_sink *s, struct dc_buf *in, uint64_t records)
+void sink_file_put_pending(struct dc_sink *s, struct dc_buf *in, uint64_t records,
+			   const struct sink_tail *tail)
 {
 	struct sink_file *f = (struct sink_file *)s;
 
@@ -454,6 +493,14 @@ void sink_file_put_pending(struct dc_sink *s, struct dc_buf *in, uint64_t record
 		return;
 	f->buf_records += records;
 	s->stats.pending_bytes = f->buf.len;
+	if (tail->len) {
+		f->tail = tail->len;
+		/* the same file (the same path, or standard output on it):
+		 * the tail ends its line there; any other file would get
+		 * half a record on a line */
+		if (!same_file(f->fd, &tail->st))
+			tail_off(f, false);
+	}
 }
 
 static const struct dc_sink_ops file_ops = {

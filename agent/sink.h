@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "record.h"
 
@@ -82,16 +83,23 @@ static inline void sink_report(struct dc_sink *s, struct dc_json *j)
  * are created. Records a failed write could not commit are retried at the
  * next flush, up to max_pending bytes. */
 int sink_file_new(const char *path, size_t max_pending, struct dc_sink **ret);
+/* The end of a record written in part, at the front of a carry, and the
+ * file that holds the record's beginning. */
+struct sink_tail {
+	size_t len;
+	struct stat st;
+};
 /* At a reload: a file sink's records it could not write yet (a full disk)
  * move to out, and their count is returned (0: none, or not a file sink);
  * the next file sink takes them first, to write them where it writes.
- * The end of a record written in part stays, for sink_close() to try in
- * this file. */
-uint64_t sink_file_take_pending(struct dc_sink *s, struct dc_buf *out);
+ * The end of a record written in part is tried in this file first, and
+ * if that fails is carried as *tail, kept only by a sink on the same file. */
+uint64_t sink_file_take_pending(struct dc_sink *s, struct dc_buf *out, struct sink_tail *tail);
 /* Open the file sink's path again (logrotate moved the file away); a
  * failure keeps the file in use. 0 for a sink that is not a file's. */
 int sink_file_reopen(struct dc_sink *s);
-void sink_file_put_pending(struct dc_sink *s, struct dc_buf *in, uint64_t records);
+void sink_file_put_pending(struct dc_sink *s, struct dc_buf *in, uint64_t records,
+			   const struct sink_tail *tail);
 
 struct sink_trace_params {
 	const char *dir;

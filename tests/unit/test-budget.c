@@ -111,6 +111,19 @@ int main(void)
 	for (int i = 0; i < 3000 && l == DC_BUDGET_FULL; i++)
 		l = budget_window(b, S / 10, (uint64_t)(0.011 * S / 10));
 	CHECK_U64(l, DC_BUDGET_TRACES_REDUCED, "the step once the hour's allowance is spent");
+	/* and the windows leave the shared slots as the hour moves on: two
+	 * hours under the limit, then over it, judged on the last hour */
+	budget_init(b, &p);
+	l = DC_BUDGET_FULL;
+	for (int i = 0; i < 72000 && l == DC_BUDGET_FULL; i++)
+		l = budget_window(b, S / 10, (uint64_t)(0.009 * S / 10));
+	CHECK_U64(l, DC_BUDGET_FULL, "two hours of 0.1 s windows at 0.9%: no step");
+	for (int i = 0; i < 17500 && l == DC_BUDGET_FULL; i++)
+		l = budget_window(b, S / 10, (uint64_t)(0.011 * S / 10));
+	CHECK_U64(l, DC_BUDGET_FULL, "then 1,750 s at 1.1%: the hour's average still under 1%");
+	for (int i = 0; i < 1000 && l == DC_BUDGET_FULL; i++)
+		l = budget_window(b, S / 10, (uint64_t)(0.011 * S / 10));
+	CHECK_U64(l, DC_BUDGET_TRACES_REDUCED, "past half the hour at 1.1%: over, a step");
 	free(b);
 	return tap_done();
 }

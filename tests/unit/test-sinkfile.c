@@ -59,31 +59,49 @@ static bool whole_records(const char *path, const int *want, size_t n)
 	return ok && i == n;
 }
 
+/* Lines of path, whole or not. */
+static size_t lines_of(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char line[2 * REC_LEN];
+	size_t n = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		n++;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 /* Standard output (not the agent's file: no cut back) at the limit: a write
  * stops in record 3, and what is left of it stays held, written first when
- * writes work again, whatever is dropped past the bound or carried away by
- * a reload meanwhile; else the next record is glued onto half a line. */
-static void tail_kept(const char *path)
+ * writes work again, whatever is dropped past the bound or carried by a
+ * reload meanwhile; else the next record is glued onto half a line.
+ * Round 0: held past the bound. Round 1: a reload whose next output is
+ * standard output again (the same file). Round 2: a reload to another
+ * file (other), which must not start with half a record. */
+static void tail_kept(const char *path, const char *other)
 {
 	struct rlimit old, lim = {.rlim_cur = 3 * REC_LEN + 100};
-	struct dc_sink *s = NULL;
+	struct dc_sink *s = NULL, *s2 = NULL;
 	struct dc_window w = {0};
 	struct dc_buf carry = {0};
-	uint64_t dropped = 0, records = 0, pending = 0, carried = 0;
-	bool carry_whole = false;
+	struct sink_tail tail = {0};
+	uint64_t dropped = 0, records = 0, pending = 0, carried = 0, dropped2 = 0;
+	size_t carry_len = 0;
 	char rec[REC_LEN];
 	int out = -1, saved, r, r2 = -1;
 
 	getrlimit(RLIMIT_FSIZE, &old);
 	lim.rlim_max = old.rlim_max;
 	saved = dup(STDOUT_FILENO);
-	for (int round = 0; round < 2; round++) {
+	for (int round = 0; round < 3; round++) {
 		fflush(stdout); /* the last round's lines, not into the file */
 		out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 		if (out < 0 || saved < 0 || dup2(out, STDOUT_FILENO) < 0)
 			break;
 		close(out);
-		/* the second round's bound holds record 4, for the reload */
+		/* the reloads' bound holds record 4, to be carried */
 		r = sink_file_new("-", round ? 1 << 20 : 400, &s);
 		if (r == 0 && setrlimit(RLIMIT_FSIZE, &lim) == 0) {
 			for (int i = 0; i < 5; i++) {
@@ -91,12 +109,13 @@ static void tail_kept(const char *path)
 				sink_write(s, DC_REC_FEATURES, &w, rec, REC_LEN);
 			}
 			/* 1,000 bytes written; held: 200 of record 3, then
-			 * record 4, over the 400-byte bound */
+			 * record 4 (over round 0's 400-byte bound) */
 			r2 = sink_flush(s);
-			if (round == 1) {
-				carried = sink_file_take_pending(s, &carry);
-				carry_whole = carry.len == REC_LEN &&
-					      !memcmp(carry.data, "{\"schema\":1,\"i\":4,", 17);
+			if (round) {
+				/* the tail's try in its file fails at the limit */
+				tail.len = 0;
+				carried = sink_file_take_pending(s, &carry, &tail);
+				carry_len = carry.len;
 			}
 			setrlimit(RLIMIT_FSIZE, &old);
 			if (round == 0) {
@@ -108,9 +127,16 @@ static void tail_kept(const char *path)
 			dropped = s->stats.dropped_records;
 			records = s->stats.records;
 			pending = s->stats.pending_bytes;
+			if (round && sink_file_new(round == 1 ? "-" : other, 1 << 20, &s2) == 0) {
+				sink_file_put_pending(s2, &carry, carried, &tail);
+				sink_flush(s2);
+				sink_close(s2);
+				dropped2 = s2->stats.dropped_records;
+				s2 = sink_free(s2);
+			}
+			buf_free(&carry);
 		}
-		sink_free(s);
-		s = NULL;
+		s = sink_free(s);
 		fflush(stdout);
 		dup2(saved, STDOUT_FILENO);
 		if (round == 0) {
@@ -124,21 +150,33 @@ static void tail_kept(const char *path)
 			      (unsigned long long)pending);
 			CHECK(whole_records(path, want, 5),
 			      "every line a whole record: 0, 1, 2, 3 (ended once writes work), 5");
-		} else {
-			const int want[] = {0, 1, 2, 3};
+		} else if (round == 1) {
+			const int want[] = {0, 1, 2, 3, 4};
 
+			CHECK(carried == 2 && tail.len == 200 && carry_len == 500 && dropped == 0,
+			      "a reload carries the rest of record 3 first, and record 4 (%llu "
+			      "records, "
+			      "%zu bytes, a tail of %zu)",
+			      (unsigned long long)carried, carry_len, tail.len);
 			CHECK(
-			    carried == 1 && carry_whole,
-			    "a reload carries away record 4, not what is left of 3 (%llu records, "
-			    "%zu bytes)",
-			    (unsigned long long)carried, carry.len);
-			CHECK(whole_records(path, want, 4),
-			      "the close's last try ends record 3 in its own file");
+			    whole_records(path, want, 5) && dropped2 == 0,
+			    "the next output on the same file ends record 3 there, then record 4");
+		} else {
+			const int want[] = {4};
+
+			CHECK(dropped2 == 1 && whole_records(other, want, 1),
+			      "to another file: the rest of record 3 counted lost, not put at its "
+			      "top "
+			      "(%llu lost)",
+			      (unsigned long long)dropped2);
+			CHECK(lines_of(path) == 4,
+			      "the first file keeps records 0 to 2 and the beginning of 3 (%zu "
+			      "lines)",
+			      lines_of(path));
 		}
 	}
 	if (saved >= 0)
 		close(saved);
-	buf_free(&carry);
 }
 
 int main(void)
@@ -226,7 +264,13 @@ int main(void)
 	CHECK(lines_in(path) == 3, "the file holds the three whole records (%zu lines)",
 	      lines_in(path));
 	unlink(path);
-	tail_kept(path);
+	{
+		char other[PATH_MAX + 32];
+
+		snprintf(other, sizeof(other), "%s/other.jsonl", dir);
+		tail_kept(path, other);
+		unlink(other);
+	}
 	unlink(path);
 	rmdir(dir);
 	printf("1..%d\n", tap_n);
