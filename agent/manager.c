@@ -1602,6 +1602,10 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 			}
 			if (ch & FAM_VFS)
 				m->vfs_attached = false;
+			/* at the level in force, as the families ran: the
+			 * libraries stay off where the budget had them off */
+			if (m->budget_level >= DC_BUDGET_LIBRARIES_OFF)
+				start &= ~FAM_LIBS;
 			r = families_start(m, &m->cfg, start, &config_error);
 			if (r < 0 && (start & FAM_LIBS) && m->cfg.n_libs && !m->up) {
 				/* the running configuration's libraries cannot be
@@ -2372,6 +2376,7 @@ static void sinks_stop(struct manager *m, const struct dc_config *next)
 
 static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *config_error)
 {
+	struct dc_sink *file = NULL;
 	int r;
 
 	if (cfg->output[0]) {
@@ -2379,17 +2384,7 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 		if (r < 0)
 			return log_error_errno(r, "Cannot open the output %s: %m%s", cfg->output,
 					       r == -ENXIO ? " (a FIFO with no reader)" : "");
-		if (m->carry.len) {
-			log_notice("%" PRIu64 " records the previous output could not write go "
-				   "to %s first",
-				   m->carry_records, cfg->output);
-			sink_file_put_pending(m->sinks[m->n_sinks], &m->carry, m->carry_records,
-					      &m->carry_tail);
-			buf_free(&m->carry);
-			m->carry_records = 0;
-			m->carry_tail.len = 0;
-		}
-		m->n_sinks++;
+		file = m->sinks[m->n_sinks++];
 	}
 	if (cfg->kafka_brokers[0]) {
 		char err[1024];
@@ -2451,8 +2446,17 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 					       cfg->traces_dir);
 	}
 	/* only now: a start that failed leaves them to the outputs the
-	 * rollback reopens */
-	if (m->carry.len) {
+	 * rollback reopens (the end of a record written in part with them,
+	 * which only its own file can take) */
+	if (m->carry.len && file) {
+		log_notice("%" PRIu64 " records the previous output could not write go "
+			   "to %s first",
+			   m->carry_records, cfg->output);
+		sink_file_put_pending(file, &m->carry, m->carry_records, &m->carry_tail);
+		buf_free(&m->carry);
+		m->carry_records = 0;
+		m->carry_tail.len = 0;
+	} else if (m->carry.len) {
 		log_error("%" PRIu64 " records the previous output could not write have no "
 			  "output file to go to: they are lost",
 			  m->carry_records);

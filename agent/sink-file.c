@@ -82,19 +82,28 @@ static void tail_off(struct sink_file *f, bool written)
 	f->tail = 0;
 }
 
-/* One try at ending the tail's line in the file the fd is on. */
+/* One try at ending the tail's line in the file the fd is on: what a
+ * short write got out leaves the tail, so it is never written twice. */
 static bool tail_write(struct sink_file *f)
 {
-	ssize_t n;
+	while (f->tail) {
+		ssize_t n = write(f->fd, f->buf.data, f->tail);
 
-	if (!f->tail)
-		return true;
-	do
-		n = write(f->fd, f->buf.data, f->tail);
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)f->tail)
-		tail_off(f, true);
-	return !f->tail;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		if ((size_t)n == f->tail) {
+			tail_off(f, true);
+			break;
+		}
+		memmove(f->buf.data, f->buf.data + n, f->buf.len - (size_t)n);
+		f->buf.len -= (size_t)n;
+		f->tail -= (size_t)n;
+		f->base.stats.bytes += (uint64_t)n;
+		f->base.stats.pending_bytes = f->buf.len;
+	}
+	return true;
 }
 
 /* Before the sink's fd moves to another file: the end of a record written
@@ -106,11 +115,14 @@ static void tail_settle(struct sink_file *f)
 		tail_off(f, false);
 }
 
+/* fd is on the file st was taken of, and a regular file still ends where
+ * it did: not cut back by a repair, not appended to since */
 static bool same_file(int fd, const struct stat *st)
 {
 	struct stat now;
 
-	return fstat(fd, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino;
+	return fstat(fd, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino &&
+	       (!S_ISREG(now.st_mode) || now.st_size == st->st_size);
 }
 
 /*
@@ -471,8 +483,11 @@ uint64_t sink_file_take_pending(struct dc_sink *s, struct dc_buf *out, struct si
 		tail->len = f->tail;
 	buf_put(out, f->buf.data, f->buf.len);
 	if (out->err) {
+		/* they stay: file_free says what is lost; the carry, empty
+		 * (a single file sink), must not keep the error for later */
+		buf_free(out);
 		tail->len = 0;
-		return 0; /* they stay: file_free says what is lost */
+		return 0;
 	}
 	n = f->buf_records;
 	buf_reset(&f->buf);
@@ -489,8 +504,13 @@ void sink_file_put_pending(struct dc_sink *s, struct dc_buf *in, uint64_t record
 
 	/* a new sink holds nothing yet: these go first, in their order */
 	buf_put(&f->buf, in->data, in->len);
-	if (f->buf.err)
+	if (f->buf.err) {
+		/* out of memory: said at the stop with the rest */
+		buf_reset(&f->buf);
+		s->stats.dropped_records += records;
+		s->stats.dropped_bytes += in->len;
 		return;
+	}
 	f->buf_records += records;
 	s->stats.pending_bytes = f->buf.len;
 	if (tail->len) {

@@ -79,7 +79,8 @@ static size_t lines_of(const char *path)
  * reload meanwhile; else the next record is glued onto half a line.
  * Round 0: held past the bound. Round 1: a reload whose next output is
  * standard output again (the same file). Round 2: a reload to another
- * file (other), which must not start with half a record. */
+ * file (other), which must not start with half a record. Round 3: as 1,
+ * but the reload's try gets 50 bytes of the tail out first. */
 static void tail_kept(const char *path, const char *other)
 {
 	struct rlimit old, lim = {.rlim_cur = 3 * REC_LEN + 100};
@@ -88,14 +89,16 @@ static void tail_kept(const char *path, const char *other)
 	struct dc_buf carry = {0};
 	struct sink_tail tail = {0};
 	uint64_t dropped = 0, records = 0, pending = 0, carried = 0, dropped2 = 0;
+	uint64_t records2 = 0, bytes2 = 0, dbytes2 = 0, bytes = 0;
 	size_t carry_len = 0;
+	int rounds = 0;
 	char rec[REC_LEN];
 	int out = -1, saved, r, r2 = -1;
 
 	getrlimit(RLIMIT_FSIZE, &old);
 	lim.rlim_max = old.rlim_max;
 	saved = dup(STDOUT_FILENO);
-	for (int round = 0; round < 3; round++) {
+	for (int round = 0; round < 4; round++) {
 		fflush(stdout); /* the last round's lines, not into the file */
 		out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 		if (out < 0 || saved < 0 || dup2(out, STDOUT_FILENO) < 0)
@@ -112,7 +115,12 @@ static void tail_kept(const char *path, const char *other)
 			 * record 4 (over round 0's 400-byte bound) */
 			r2 = sink_flush(s);
 			if (round) {
-				/* the tail's try in its file fails at the limit */
+				/* the tail's try in its file fails at the limit
+				 * (round 3: after 50 more bytes) */
+				struct rlimit more = lim;
+
+				more.rlim_cur += round == 3 ? 50 : 0;
+				setrlimit(RLIMIT_FSIZE, &more);
 				tail.len = 0;
 				carried = sink_file_take_pending(s, &carry, &tail);
 				carry_len = carry.len;
@@ -126,14 +134,20 @@ static void tail_kept(const char *path, const char *other)
 			sink_close(s);
 			dropped = s->stats.dropped_records;
 			records = s->stats.records;
+			bytes = s->stats.bytes;
 			pending = s->stats.pending_bytes;
-			if (round && sink_file_new(round == 1 ? "-" : other, 1 << 20, &s2) == 0) {
+			if (round && sink_file_new(round == 2 ? other : "-", 1 << 20, &s2) == 0) {
 				sink_file_put_pending(s2, &carry, carried, &tail);
 				sink_flush(s2);
 				sink_close(s2);
 				dropped2 = s2->stats.dropped_records;
+				dbytes2 = s2->stats.dropped_bytes;
+				records2 = s2->stats.records;
+				bytes2 = s2->stats.bytes;
 				s2 = sink_free(s2);
-			}
+				rounds++;
+			} else if (!round)
+				rounds++;
 			buf_free(&carry);
 		}
 		s = sink_free(s);
@@ -158,13 +172,25 @@ static void tail_kept(const char *path, const char *other)
 			      "records, "
 			      "%zu bytes, a tail of %zu)",
 			      (unsigned long long)carried, carry_len, tail.len);
+			CHECK(whole_records(path, want, 5) && dropped2 == 0 && records2 == 2 &&
+				  bytes2 == 500,
+			      "the next output on the same file ends record 3 there, then record 4 "
+			      "(%llu records, %llu bytes)",
+			      (unsigned long long)records2, (unsigned long long)bytes2);
+		} else if (round == 3) {
+			const int want[] = {0, 1, 2, 3, 4};
+
 			CHECK(
-			    whole_records(path, want, 5) && dropped2 == 0,
-			    "the next output on the same file ends record 3 there, then record 4");
+			    tail.len == 150 && bytes == 3 * REC_LEN + 150 && records2 == 2 &&
+				bytes2 == 450 && whole_records(path, want, 5),
+			    "a short try of the tail: its 50 bytes out once, the other 150 carried "
+			    "(a tail of %zu; %llu and %llu bytes written)",
+			    tail.len, (unsigned long long)bytes, (unsigned long long)bytes2);
 		} else {
 			const int want[] = {4};
 
-			CHECK(dropped2 == 1 && whole_records(other, want, 1),
+			CHECK(dropped2 == 1 && dbytes2 == 200 && records2 == 1 &&
+				  whole_records(other, want, 1),
 			      "to another file: the rest of record 3 counted lost, not put at its "
 			      "top "
 			      "(%llu lost)",
@@ -177,6 +203,7 @@ static void tail_kept(const char *path, const char *other)
 	}
 	if (saved >= 0)
 		close(saved);
+	CHECK(rounds == 4, "all four rounds set up (%d)", rounds);
 }
 
 int main(void)
