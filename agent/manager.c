@@ -1358,6 +1358,7 @@ static void families_stop(struct manager *m, unsigned fam);
 static int families_start(struct manager *m, const struct dc_config *cfg, unsigned fam,
 			  bool *config_error);
 static void sinks_stop(struct manager *m, const struct dc_config *next);
+static void carry_handover(struct manager *m, const struct dc_config *cfg);
 static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *config_error);
 static void set_host(struct manager *m, const struct dc_config *cfg);
 static int filter_load(struct manager *m, const struct dc_config *cfg, struct dc_filter **out);
@@ -1581,6 +1582,8 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 					 "previous configuration");
 			}
 		}
+		if (r >= 0 && (ch & CH_SINKS))
+			carry_handover(m, &nc);
 		if (r < 0) {
 			/* all of the running configuration back, not a mix: the
 			 * filter, the host, the log level, the outputs, the probes */
@@ -1597,6 +1600,9 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 			if (ch & CH_SINKS) {
 				sinks_stop(m, &m->cfg);
 				r = sinks_start(m, &m->cfg, &config_error);
+				/* to the old file sink, or counted lost; also when
+				 * the agent stops here (its close tries them) */
+				carry_handover(m, &m->cfg);
 				if (r < 0)
 					return sd_event_exit(m->event, r);
 			}
@@ -2340,6 +2346,39 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 	return 0;
 }
 
+/* What a reload carried from the file sink it stopped (a full disk's
+ * records, the rest of one written in part) goes to the file sink of cfg,
+ * first, or is lost if cfg has none. Only once the reload has settled on
+ * its outputs (committed, or rolled back to the old ones): handed to a new
+ * sink that a rollback then stops, the rest of a record would be dropped
+ * there (another file) while the old file keeps its beginning. */
+static void carry_handover(struct manager *m, const struct dc_config *cfg)
+{
+	/* the file sink, when there is one, is the first (sinks_start) */
+	struct dc_sink *file = cfg->output[0] && m->n_sinks ? m->sinks[0] : NULL;
+
+	if (!m->carry.len) {
+		buf_free(&m->carry);
+		m->carry_records = 0;
+		m->carry_tail.len = 0;
+		return;
+	}
+	if (file) {
+		log_notice("%" PRIu64 " records the previous output could not write go to %s first",
+			   m->carry_records, cfg->output);
+		sink_file_put_pending(file, &m->carry, m->carry_records, &m->carry_tail);
+	} else {
+		log_error("%" PRIu64 " records the previous output could not write have no "
+			  "output file to go to: they are lost",
+			  m->carry_records);
+		m->sink_carry.dropped_records += m->carry_records;
+		m->sink_carry.dropped_bytes += m->carry.len;
+	}
+	buf_free(&m->carry);
+	m->carry_records = 0;
+	m->carry_tail.len = 0;
+}
+
 /* next: the configuration whose sinks follow (a reload) */
 static void sinks_stop(struct manager *m, const struct dc_config *next)
 {
@@ -2376,7 +2415,6 @@ static void sinks_stop(struct manager *m, const struct dc_config *next)
 
 static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *config_error)
 {
-	struct dc_sink *file = NULL;
 	int r;
 
 	if (cfg->output[0]) {
@@ -2384,7 +2422,7 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 		if (r < 0)
 			return log_error_errno(r, "Cannot open the output %s: %m%s", cfg->output,
 					       r == -ENXIO ? " (a FIFO with no reader)" : "");
-		file = m->sinks[m->n_sinks++];
+		m->n_sinks++;
 	}
 	if (cfg->kafka_brokers[0]) {
 		char err[1024];
@@ -2444,27 +2482,6 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 		if (r < 0)
 			return log_error_errno(r, "Cannot write trace files in %s: %m",
 					       cfg->traces_dir);
-	}
-	/* only now: a start that failed leaves them to the outputs the
-	 * rollback reopens (the end of a record written in part with them,
-	 * which only its own file can take) */
-	if (m->carry.len && file) {
-		log_notice("%" PRIu64 " records the previous output could not write go "
-			   "to %s first",
-			   m->carry_records, cfg->output);
-		sink_file_put_pending(file, &m->carry, m->carry_records, &m->carry_tail);
-		buf_free(&m->carry);
-		m->carry_records = 0;
-		m->carry_tail.len = 0;
-	} else if (m->carry.len) {
-		log_error("%" PRIu64 " records the previous output could not write have no "
-			  "output file to go to: they are lost",
-			  m->carry_records);
-		m->sink_carry.dropped_records += m->carry_records;
-		m->sink_carry.dropped_bytes += m->carry.len;
-		buf_free(&m->carry);
-		m->carry_records = 0;
-		m->carry_tail.len = 0;
 	}
 	return 0;
 }

@@ -115,14 +115,14 @@ static void tail_settle(struct sink_file *f)
 		tail_off(f, false);
 }
 
-/* fd is on the file st was taken of, and a regular file still ends where
- * it did: not cut back by a repair, not appended to since */
-static bool same_file(int fd, const struct stat *st)
+/* fd is on the file st was taken of; with at_end, a regular file still
+ * ends where it did too: not cut back by a repair, not appended to since */
+static bool same_file(int fd, const struct stat *st, bool at_end)
 {
 	struct stat now;
 
 	return fstat(fd, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino &&
-	       (!S_ISREG(now.st_mode) || now.st_size == st->st_size);
+	       (!at_end || !S_ISREG(now.st_mode) || now.st_size == st->st_size);
 }
 
 /*
@@ -451,7 +451,7 @@ int sink_file_reopen(struct dc_sink *s)
 		fd = open_output(f->path);
 	if (fd < 0)
 		return fd; /* the old file stays in use */
-	if (fstat(f->fd, &st) == 0 && same_file(fd, &st)) {
+	if (fstat(f->fd, &st) == 0 && same_file(fd, &st, false)) {
 		/* not moved: the open file is the path's (and a tail held for
 		 * it stays, where a repair would cut its beginning off) */
 		close(fd);
@@ -505,7 +505,9 @@ void sink_file_put_pending(struct dc_sink *s, struct dc_buf *in, uint64_t record
 	/* a new sink holds nothing yet: these go first, in their order */
 	buf_put(&f->buf, in->data, in->len);
 	if (f->buf.err) {
-		/* out of memory: said at the stop with the rest */
+		log_error("Out of memory: %" PRIu64 " records carried from the previous output "
+			  "are lost",
+			  records);
 		buf_reset(&f->buf);
 		s->stats.dropped_records += records;
 		s->stats.dropped_bytes += in->len;
@@ -518,7 +520,7 @@ void sink_file_put_pending(struct dc_sink *s, struct dc_buf *in, uint64_t record
 		/* the same file (the same path, or standard output on it):
 		 * the tail ends its line there; any other file would get
 		 * half a record on a line */
-		if (!same_file(f->fd, &tail->st))
+		if (!same_file(f->fd, &tail->st, true))
 			tail_off(f, false);
 	}
 }

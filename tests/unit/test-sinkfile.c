@@ -59,6 +59,21 @@ static bool whole_records(const char *path, const int *want, size_t n)
 	return ok && i == n;
 }
 
+/* The last line of path is record i, whole. */
+static bool last_is(const char *path, int i)
+{
+	FILE *f = fopen(path, "re");
+	char line[4 * REC_LEN], last[4 * REC_LEN] = "";
+	int got = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		memcpy(last, line, sizeof(last));
+	if (f)
+		fclose(f);
+	return strlen(last) == REC_LEN && sscanf(last, "{\"schema\":1,\"i\":%d,", &got) == 1 &&
+	       got == i;
+}
+
 /* Lines of path, whole or not. */
 static size_t lines_of(const char *path)
 {
@@ -80,7 +95,9 @@ static size_t lines_of(const char *path)
  * Round 0: held past the bound. Round 1: a reload whose next output is
  * standard output again (the same file). Round 2: a reload to another
  * file (other), which must not start with half a record. Round 3: as 1,
- * but the reload's try gets 50 bytes of the tail out first. */
+ * but the reload's try gets 50 bytes of the tail out first. Round 4: as
+ * 1, but another writer appends a line meanwhile: the rest would no longer
+ * end its record's line. */
 static void tail_kept(const char *path, const char *other)
 {
 	struct rlimit old, lim = {.rlim_cur = 3 * REC_LEN + 100};
@@ -98,7 +115,7 @@ static void tail_kept(const char *path, const char *other)
 	getrlimit(RLIMIT_FSIZE, &old);
 	lim.rlim_max = old.rlim_max;
 	saved = dup(STDOUT_FILENO);
-	for (int round = 0; round < 4; round++) {
+	for (int round = 0; round < 5; round++) {
 		fflush(stdout); /* the last round's lines, not into the file */
 		out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 		if (out < 0 || saved < 0 || dup2(out, STDOUT_FILENO) < 0)
@@ -120,12 +137,21 @@ static void tail_kept(const char *path, const char *other)
 				struct rlimit more = lim;
 
 				more.rlim_cur += round == 3 ? 50 : 0;
-				setrlimit(RLIMIT_FSIZE, &more);
+				if (setrlimit(RLIMIT_FSIZE, &more) < 0)
+					rounds = -100; /* said below */
 				tail.len = 0;
 				carried = sink_file_take_pending(s, &carry, &tail);
 				carry_len = carry.len;
 			}
 			setrlimit(RLIMIT_FSIZE, &old);
+			if (round == 4) {
+				int o = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+
+				if (o < 0 || write(o, "other\n", 6) != 6)
+					rounds = -100;
+				if (o >= 0)
+					close(o);
+			}
 			if (round == 0) {
 				record(rec, 5);
 				sink_write(s, DC_REC_FEATURES, &w, rec, REC_LEN);
@@ -186,6 +212,12 @@ static void tail_kept(const char *path, const char *other)
 			    "a short try of the tail: its 50 bytes out once, the other 150 carried "
 			    "(a tail of %zu; %llu and %llu bytes written)",
 			    tail.len, (unsigned long long)bytes, (unsigned long long)bytes2);
+		} else if (round == 4) {
+			CHECK(dropped2 == 1 && records2 == 1 && last_is(path, 4) &&
+				  lines_of(path) == 5,
+			      "another writer's line since: the rest of record 3 counted lost, "
+			      "record 4 on a line of its own (%llu lost)",
+			      (unsigned long long)dropped2);
 		} else {
 			const int want[] = {4};
 
@@ -203,7 +235,7 @@ static void tail_kept(const char *path, const char *other)
 	}
 	if (saved >= 0)
 		close(saved);
-	CHECK(rounds == 4, "all four rounds set up (%d)", rounds);
+	CHECK(rounds == 5, "all five rounds set up (%d)", rounds);
 }
 
 int main(void)
