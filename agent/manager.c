@@ -1453,6 +1453,14 @@ static int watchdog_start(struct manager *m)
 	return r < 0 ? log_error_errno(r, "Cannot arm the watchdog: %m") : 0;
 }
 
+/* A reload refused before anything changed, for why: the log and STATUS=. */
+static void reload_refused(struct manager *m, const char *why)
+{
+	snprintf(m->reload_error, sizeof(m->reload_error),
+		 "reload refused (%.100s): running on the previous configuration", why);
+	log_error("Reload refused: %s; still running on the previous one", why);
+}
+
 /* A reload's close of the window so far: its CPU (the drain, the records)
  * is that window's, and a level change it decides is the budget's switch
  * already; the reload's own switch CPU counts from after it, not twice. */
@@ -1511,10 +1519,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		char err[512];
 
 		if (traces_check_policy(&nc, err, sizeof(err)) < 0) {
-			snprintf(m->reload_error, sizeof(m->reload_error),
-				 "reload refused (%.100s): running on the previous configuration",
-				 err);
-			log_error("Reload refused: %s; still running on the previous one", err);
+			reload_refused(m, err);
 			filter_free(nf);
 			goto done;
 		}
@@ -1525,12 +1530,8 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		 * refused here, before anything changes */
 		char err[1024];
 
-		r = probe_uprobe_check(&nc, err, sizeof(err));
-		if (r < 0) {
-			snprintf(m->reload_error, sizeof(m->reload_error),
-				 "reload refused (%.100s): running on the previous configuration",
-				 err);
-			log_error("Reload refused: %s; still running on the previous one", err);
+		if (probe_uprobe_check(&nc, err, sizeof(err)) < 0) {
+			reload_refused(m, err);
 			filter_free(nf);
 			goto done;
 		}

@@ -390,6 +390,16 @@ def scenario_bursts(agent_bin, wl_bin):
     c.done()
 
 
+def budget_conf(tmp, load_bin, probes=""):
+    """A budget of 10% of a core judged over 1 s, traces at 1 in 2 and
+    uprobes on libc's pwrite*: two writers cost well over it."""
+    return ('interval = 0.25;\nbudget = { cpu = 0.1; period = 1.0; recover_below = 0.6; };\n'
+            'traces = { output = { dir = "%s"; }; sampling = { one_in_n = 2; rate = 0; }; };\n'
+            'probes = { libraries = ( { path = "%s"; category = "libc"; '
+            'functions = ["pwrite*"]; bytes = ["pwrite"]; } );\n%s};\n'
+            % (os.path.join(tmp, "traces"), libc_path(load_bin), probes))
+
+
 def scenario_budget(agent_bin, load_bin):
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-budget-")
@@ -397,12 +407,8 @@ def scenario_budget(agent_bin, load_bin):
     # the programs run for every process on the node: the budget sits well
     # above what the rest of a test machine's I/O costs them, and the load
     # (two writers, uprobes, traces at 1 in 2) well above the budget
-    conf = ('interval = 0.25;\nbudget = { cpu = 0.1; period = 1.0; recover_below = 0.6; };\n'
-            'traces = { output = { dir = "%s"; }; sampling = { one_in_n = 2; rate = 0; }; };\n'
-            'probes = { libraries = ( { path = "%s"; category = "libc"; '
-            'functions = ["pwrite*"]; bytes = ["pwrite"]; } );\n'
-            '  stacks = { enable = true; one_in_n = 4; slow_ms = 0.0; }; };\n'
-            % (os.path.join(tmp, "traces"), libc_path(load_bin)))
+    conf = budget_conf(tmp, load_bin,
+                       '  stacks = { enable = true; one_in_n = 4; slow_ms = 0.0; };\n')
     a = Agent(agent_bin, conf)
     vfs_on = any(p["name"] == "vfs" and p["mechanism"] != "off"
                  for r in [None] for p in [])  # filled from the first record below
@@ -526,12 +532,7 @@ def scenario_budget_reload(agent_bin, load_bin):
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-budget-rl-")
     data = os.path.join(tmp, "data")
-    conf = ('interval = 0.25;\nlog_level = "debug";\n'
-            'budget = { cpu = 0.1; period = 1.0; recover_below = 0.6; };\n'
-            'traces = { output = { dir = "%s"; }; sampling = { one_in_n = 2; rate = 0; }; };\n'
-            'probes = { libraries = ( { path = "%s"; category = "libc"; '
-            'functions = ["pwrite*"]; bytes = ["pwrite"]; } ); };\n'
-            % (os.path.join(tmp, "traces"), libc_path(load_bin)))
+    conf = 'log_level = "debug";\n' + budget_conf(tmp, load_bin)
     a = Agent(agent_bin, conf)
     writers = [subprocess.Popen([load_bin, data + str(i), "100000000"], stdout=subprocess.DEVNULL)
                for i in range(2)]
