@@ -37,17 +37,18 @@ struct layer_win {
 	bool estimated; /* run_ns from earlier samples' time per run */
 };
 
-/* A layer's time per run in the samples so far, each sample's time and
- * runs halved at the next one that timed any: for the windows whose sample
- * saw none of the layer's runs. A layer that runs in bursts (block I/O at
- * a job's checkpoints, a library called at its start) would otherwise be
- * costed only in the windows where a burst met the sample, and the budget
- * would not see it. Weighted by runs, so a sample of three runs moves it
- * little. Of one load of the layer's programs (the id of its run counter)
- * and one budget level (selfcost_forget()): either changes what a run
- * costs. */
+/* A sample with fewer of a layer's runs prices them at the mean below */
 #define SELFCOST_MIN_SAMPLED_RUNS 100
 
+/* A layer's time per run in the samples so far, each sample's time and
+ * runs halved at the next one that timed any: for the windows whose sample
+ * saw none (or few) of the layer's runs. A layer that runs in bursts (block
+ * I/O at a job's checkpoints, a library called at its start) would
+ * otherwise be costed only in the windows where a burst met the sample,
+ * and the budget would not see it. Weighted by runs, so a sample of three
+ * runs moves it little. Of one load of the layer's programs (the id of its
+ * run counter) and one budget level (selfcost_forget()): either changes
+ * what a run costs. */
 struct layer_est {
 	char name[NAME_MAX_LEN];
 	uint32_t runs_map;
@@ -329,9 +330,10 @@ static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_o
 	 * statistics slow each of them (0.50 to 0.93 of the runs under a
 	 * system-call-bound writer, docs/operations.md), and up to 1/duty high
 	 * while another tool had the statistics on. A layer whose programs
-	 * did not run in the sample takes its time per run from the earlier
-	 * samples (struct layer_est), said in the record; none yet, its runs
-	 * have no run time.
+	 * ran fewer than SELFCOST_MIN_SAMPLED_RUNS times in the sample, or
+	 * not at all, takes its time per run from the mean of its samples
+	 * (struct layer_est), said in the record; none yet, its runs have no
+	 * run time.
 	 */
 	if (counted >= 0) {
 		f = sampled ? (double)counted / (double)sampled : 0;
