@@ -1545,7 +1545,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		reload_close_window(m, &before);
 	if (ch & (FAM_ALL | CH_SINKS)) {
 		struct dc_filter *old_filter = NULL;
-		unsigned start = ch & FAM_ALL;
+		unsigned kept_off, start;
 
 		/* everything counted so far goes out under the old settings */
 		reload_close_window(m, &before);
@@ -1553,9 +1553,9 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		 * restarts from full detail): attached now, their probes
 		 * (thousands, each a perf event on older kernels) would be
 		 * detached again at once; checked above, attached when the
-		 * budget steps back */
-		if (m->budget_level >= DC_BUDGET_LIBRARIES_OFF && !(ch & CH_BUDGET))
-			start &= ~FAM_LIBS;
+		 * budget steps back. A rollback keeps them off too. */
+		kept_off = m->budget_level >= DC_BUDGET_LIBRARIES_OFF ? FAM_LIBS : 0;
+		start = ch & FAM_ALL & ~(ch & CH_BUDGET ? 0 : kept_off);
 		families_stop(m, ch & FAM_ALL);
 		if (ch & CH_FILTER) {
 			old_filter = m->filter;
@@ -1609,10 +1609,8 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 			}
 			if (ch & FAM_VFS)
 				m->vfs_attached = false;
-			/* at the level in force, as the families ran: the
-			 * libraries stay off where the budget had them off */
-			if (m->budget_level >= DC_BUDGET_LIBRARIES_OFF)
-				start &= ~FAM_LIBS;
+			/* at the level in force, as the families ran */
+			start = ch & FAM_ALL & ~kept_off;
 			r = families_start(m, &m->cfg, start, &config_error);
 			if (r < 0 && (start & FAM_LIBS) && m->cfg.n_libs && !m->up) {
 				/* the running configuration's libraries cannot be
@@ -1692,8 +1690,9 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 	}
 	/* what was applied: a trace policy that failed kept its old fields */
 	m->cfg = nc;
-	/* programs loaded again, another trace policy: another cost per run */
-	if (ch & (FAM_ALL | CH_TRACE_POLICY))
+	/* another trace policy, another cost per run (families started again
+	 * are new programs: their run counter's id tells selfcost) */
+	if (ch & CH_TRACE_POLICY)
 		selfcost_forget(m->cost);
 	if (ch & CH_BUDGET) {
 		/* a new budget starts from full detail and judges it afresh */
@@ -2358,17 +2357,11 @@ static void carry_handover(struct manager *m, const struct dc_config *cfg)
 	/* the file sink, when there is one, is the first (sinks_start) */
 	struct dc_sink *file = cfg->output[0] && m->n_sinks ? m->sinks[0] : NULL;
 
-	if (!m->carry.len) {
-		buf_free(&m->carry);
-		m->carry_records = 0;
-		m->carry_tail.len = 0;
-		return;
-	}
-	if (file) {
+	if (m->carry.len && file) {
 		log_notice("%" PRIu64 " records the previous output could not write go to %s first",
 			   m->carry_records, cfg->output);
 		sink_file_put_pending(file, &m->carry, m->carry_records, &m->carry_tail);
-	} else {
+	} else if (m->carry.len) {
 		log_error("%" PRIu64 " records the previous output could not write have no "
 			  "output file to go to: they are lost",
 			  m->carry_records);

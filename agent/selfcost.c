@@ -114,6 +114,12 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+static void say_sampled(struct selfcost *s)
+{
+	snprintf(s->stats_state, sizeof(s->stats_state), "fd, on %g%% of each window",
+		 s->duty * 100);
+}
+
 int selfcost_new(bool bpf_stats, double duty, double map_scan_sec, struct selfcost **ret)
 {
 	struct selfcost *s = calloc(1, sizeof(*s));
@@ -147,8 +153,7 @@ int selfcost_new(bool bpf_stats, double duty, double map_scan_sec, struct selfco
 			s->sampling = true;
 			s->duty = duty;
 			s->on_since_ns = mono_ns(); /* until the manager's first switch */
-			snprintf(s->stats_state, sizeof(s->stats_state),
-				 "fd, on %g%% of each window", duty * 100);
+			say_sampled(s);
 		} else if (s->stats_fd >= 0)
 			snprintf(s->stats_state, sizeof(s->stats_state), "fd");
 		else if (sysctl_stats_on())
@@ -278,6 +283,12 @@ static struct layer_est *est_of(struct selfcost *s, const char *layer, uint32_t 
 	return e;
 }
 
+/* runs at the mean time per run */
+static uint64_t est_price(const struct layer_est *e, uint64_t runs)
+{
+	return (uint64_t)llround((double)runs * e->ns / e->runs);
+}
+
 static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_object *obj)
 {
 	struct bpf_program *prog;
@@ -358,14 +369,14 @@ static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_o
 		 * alone. Those weigh in the mean with the earlier samples. */
 		if (sampled < SELFCOST_MIN_SAMPLED_RUNS && lw->runs > sampled &&
 		    est->runs > (double)sampled && lw->run_ns) {
-			uint64_t mean = (uint64_t)llround((double)lw->runs * est->ns / est->runs);
+			uint64_t mean = est_price(est, lw->runs);
 
 			k = (double)mean / (double)lw->run_ns;
 			lw->run_ns = mean;
 			lw->estimated = true;
 		}
 	} else if (est && lw->runs && !lw->run_ns && est->runs > 0) {
-		lw->run_ns = (uint64_t)llround((double)lw->runs * est->ns / est->runs);
+		lw->run_ns = est_price(est, lw->runs);
 		lw->estimated = lw->run_ns > 0;
 	}
 	for (size_t i = first; i < s->n_progs; i++) {
@@ -555,8 +566,7 @@ void selfcost_stats_resume(struct selfcost *s, uint64_t now_ns)
 	/* on since the keep-on: counted as on from this window's start */
 	s->on_since_ns = now_ns;
 	s->on_ns = 0;
-	snprintf(s->stats_state, sizeof(s->stats_state), "fd, on %g%% of each window",
-		 s->duty * 100);
+	say_sampled(s);
 }
 
 void selfcost_stats_on(struct selfcost *s, uint64_t now_ns)

@@ -40,9 +40,9 @@ struct selfcost *selfcost_free(struct selfcost *s);
 void selfcost_adopt(struct selfcost *s, struct selfcost *old);
 
 /* The layers' time per run of earlier samples, which stands in for a
- * sample that saw none of a layer's runs, is of the programs as they ran:
- * forgotten when the budget switches detail (trace sampling changes what
- * a run costs). */
+ * sample that saw none (or few) of a layer's runs, is of the programs as
+ * they ran: forgotten when the budget switches detail or a reload changes
+ * the trace policy (trace sampling changes what a run costs). */
 void selfcost_forget(struct selfcost *s);
 
 /* Read the counters of every program of the layers, the kernel's and the

@@ -65,6 +65,14 @@ static int file_cut_to(struct sink_file *f, off_t size, off_t partial)
 
 static int open_output(const char *path);
 
+/* Bytes [from, to) leave the buffer (written or dropped). */
+static void held_cut(struct sink_file *f, size_t from, size_t to)
+{
+	memmove(f->buf.data + from, f->buf.data + to, f->buf.len - to);
+	f->buf.len -= to - from;
+	f->base.stats.pending_bytes = f->buf.len;
+}
+
 /* The tail leaves the buffer: written (true) or lost. */
 static void tail_off(struct sink_file *f, bool written)
 {
@@ -76,9 +84,7 @@ static void tail_off(struct sink_file *f, bool written)
 		f->base.stats.dropped_bytes += f->tail;
 	}
 	f->buf_records -= f->buf_records > 0;
-	memmove(f->buf.data, f->buf.data + f->tail, f->buf.len - f->tail);
-	f->buf.len -= f->tail;
-	f->base.stats.pending_bytes = f->buf.len;
+	held_cut(f, 0, f->tail);
 	f->tail = 0;
 }
 
@@ -97,11 +103,9 @@ static bool tail_write(struct sink_file *f)
 			tail_off(f, true);
 			break;
 		}
-		memmove(f->buf.data, f->buf.data + n, f->buf.len - (size_t)n);
-		f->buf.len -= (size_t)n;
+		held_cut(f, 0, (size_t)n);
 		f->tail -= (size_t)n;
 		f->base.stats.bytes += (uint64_t)n;
-		f->base.stats.pending_bytes = f->buf.len;
 	}
 	return true;
 }
@@ -234,9 +238,8 @@ static int file_flush(struct dc_sink *s)
 			written = lines_in(f->buf.data, off);
 			held_less(f, written);
 			s->stats.records += written;
-			/* keep the uncommitted tail for the next flush */
-			memmove(f->buf.data, f->buf.data + off, f->buf.len - off);
-			f->buf.len -= off;
+			/* keep the uncommitted rest for the next flush */
+			held_cut(f, 0, off);
 			s->stats.bytes += off;
 			s->stats.errors++;
 			if (r != f->last_err)
@@ -265,8 +268,7 @@ static int file_flush(struct dc_sink *s)
 				held_less(f, lost);
 				s->stats.dropped_records += lost;
 				f->shed += lost;
-				memmove(f->buf.data + from, f->buf.data + cut, f->buf.len - cut);
-				f->buf.len -= cut - from;
+				held_cut(f, from, cut);
 				s->stats.dropped_bytes += cut - from;
 			}
 			s->stats.pending_bytes = f->buf.len;
