@@ -35,6 +35,7 @@
 #include "traces.h"
 #include "stacks.h"
 #include "probe-syscall.h"
+#include "procstat.h"
 #include "record.h"
 #include "selfcost.h"
 #include "selfstat.h"
@@ -397,6 +398,17 @@ static void proc_from_procfs(uint32_t tgid, struct dc_proc_info *proc)
 		snprintf(proc->exe, DC_EXE_LEN, "%.*s", DC_EXE_LEN - 1,
 			 strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf);
 	}
+	snprintf(path, sizeof(path), "/proc/%u/stat", tgid);
+	f = fopen(path, "re");
+	if (f) {
+		uint64_t ticks;
+		long hz = sysconf(_SC_CLK_TCK);
+
+		/* whole ticks already: the kernel's ns floored to them agree */
+		if (fgets(buf, sizeof(buf), f) && hz > 0 && !procstat_start_ticks(buf, &ticks))
+			proc->start_ns = ticks * (1000000000ULL / (uint64_t)hz);
+		fclose(f);
+	}
 	snprintf(path, sizeof(path), "/proc/%u/status", tgid);
 	f = fopen(path, "re");
 	if (!f)
@@ -409,28 +421,40 @@ static void proc_from_procfs(uint32_t tgid, struct dc_proc_info *proc)
 	fclose(f);
 }
 
+/* Who tgid is, for the records of (tgid, cgroup_id): the kernel's record of
+ * it, else /proc's while it lives. id's strings point into proc. */
+static void proc_ident(struct manager *m, uint32_t tgid, uint64_t cgroup_id,
+		       struct dc_proc_info *proc, struct dc_proc_ident *id)
+{
+	if (!tgid)
+		/* the kernel's work for cgroup_id (writeback): no process */
+		*proc = (struct dc_proc_info){.comm = "[kernel]"};
+	else if (probe_syscall_proc(m->sys, tgid, proc) < 0)
+		proc_from_procfs(tgid, proc);
+	*id = (struct dc_proc_ident){.pid = tgid,
+				     .comm = proc->comm,
+				     .cgroup_id = cgroup_id,
+				     .cgroup = cgroup_cache_path(m->cgroups, cgroup_id),
+				     .uid_known = proc->known,
+				     .uid = proc->uid,
+				     .exe = proc->exe,
+				     .start_ns = proc->start_ns,
+				     .job = cgroup_cache_job(m->cgroups, cgroup_id)};
+}
+
 static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uint32_t tgid,
 			 uint64_t cgroup_id, const struct dc_agg_entry *e, size_t n,
 			 const struct dc_blk_drain *bres, const struct dc_pc_drain *pres,
 			 const struct dc_fn_drain *ures, const struct dc_fn_drain *vres)
 {
 	struct dc_proc_info proc;
-	struct dc_proc_ident id = {.pid = tgid, .comm = proc.comm, .cgroup_id = cgroup_id};
+	struct dc_proc_ident id;
 	struct dc_layers lay = {.pc_on = m->pc != NULL, .page_size = m->page_size};
 	struct dc_blk_sum blk[DC_BLK_OP_MAX];
 	struct dc_file_sum access = {};
 	const struct dc_pc_entry *pce = m->pc ? pc_find(pres, tgid, cgroup_id) : NULL;
 
-	if (!tgid)
-		/* the kernel's work for cgroup_id (writeback): no process */
-		proc = (struct dc_proc_info){.comm = "[kernel]"};
-	else if (probe_syscall_proc(m->sys, tgid, &proc) < 0)
-		proc_from_procfs(tgid, &proc);
-	id.uid_known = proc.known;
-	id.uid = proc.uid;
-	id.exe = proc.exe;
-	id.cgroup = cgroup_cache_path(m->cgroups, cgroup_id);
-	id.job = cgroup_cache_job(m->cgroups, cgroup_id);
+	proc_ident(m, tgid, cgroup_id, &proc, &id);
 	if (m->blk) {
 		blk_sum_for(bres->entries, bres->n, tgid, cgroup_id, blk);
 		lay.blk = blk;
@@ -636,28 +660,23 @@ static void emit_stacks(struct manager *m, const struct dc_record_ctx *ctx,
 
 	for (size_t i = 0; i < d->n;) {
 		size_t end = i, o_end;
+		uint32_t tgid = d->rows[i].tgid;
+		uint64_t cgroup_id = d->rows[i].cgroup_id;
 		struct dc_proc_info proc;
-		struct dc_proc_ident id = {
-		    .pid = d->rows[i].tgid, .comm = proc.comm, .cgroup_id = d->rows[i].cgroup_id};
+		struct dc_proc_ident id;
 
-		while (end < d->n && d->rows[end].tgid == id.pid &&
-		       d->rows[end].cgroup_id == id.cgroup_id)
+		while (end < d->n && d->rows[end].tgid == tgid &&
+		       d->rows[end].cgroup_id == cgroup_id)
 			end++;
 		while (o < d->n_objs &&
-		       (d->objs[o].tgid < id.pid ||
-			(d->objs[o].tgid == id.pid && d->objs[o].cgroup_id < id.cgroup_id)))
+		       (d->objs[o].tgid < tgid ||
+			(d->objs[o].tgid == tgid && d->objs[o].cgroup_id < cgroup_id)))
 			o++;
-		for (o_end = o; o_end < d->n_objs && d->objs[o_end].tgid == id.pid &&
-				d->objs[o_end].cgroup_id == id.cgroup_id;
+		for (o_end = o; o_end < d->n_objs && d->objs[o_end].tgid == tgid &&
+				d->objs[o_end].cgroup_id == cgroup_id;
 		     o_end++)
 			;
-		if (probe_syscall_proc(m->sys, id.pid, &proc) < 0)
-			proc_from_procfs(id.pid, &proc);
-		id.uid_known = proc.known;
-		id.uid = proc.uid;
-		id.exe = proc.exe;
-		id.cgroup = cgroup_cache_path(m->cgroups, id.cgroup_id);
-		id.job = cgroup_cache_job(m->cgroups, id.cgroup_id);
+		proc_ident(m, tgid, cgroup_id, &proc, &id);
 		buf_reset(&m->rec);
 		record_stacks(&m->rec, ctx, &id, d->rows + i, end - i, d->objs + o, o_end - o);
 		if (!m->rec.err)

@@ -19,6 +19,7 @@
 #include "ops.h"
 #include "preempt.h"
 #include "probe-file.h"
+#include "procstat.h"
 #include "traces.h"
 #include "stacks.h"
 #include "probe-syscall.h"
@@ -623,6 +624,7 @@ int probe_syscall_proc(struct probe_syscall *p, uint32_t tgid, struct dc_proc_in
 	memcpy(info->comm, proc.comm, strnlen(proc.comm, sizeof(proc.comm)));
 	memcpy(info->exe, proc.exe, strnlen(proc.exe, sizeof(proc.exe)));
 	info->uid = proc.uid;
+	info->start_ns = proc_start_floor(proc.start_ns, sysconf(_SC_CLK_TCK));
 	info->known = true;
 	return 0;
 }

@@ -69,6 +69,9 @@ struct dc_proc_info {
 	char comm[DC_COMM_LEN + 1]; /* "" if unknown */
 	char exe[DC_EXE_LEN + 1];   /* "" if unknown or no executable */
 	uint32_t uid;
+	/* CLOCK_BOOTTIME ns at its start, in whole clock ticks as /proc/PID/stat
+	 * gives it (proc_start_floor); 0 if unknown */
+	uint64_t start_ns;
 	bool known; /* false: never recorded, or evicted (maps.max_procs) */
 };
 

@@ -252,6 +252,16 @@ static void access_fields(struct dc_json *j, const struct dc_file_sum *s)
 	}
 }
 
+/* (boot, pid, proc_start_ns) names one process: a pid alone may be a later
+ * one's */
+static void start_field(struct dc_json *j, const struct dc_proc_ident *id)
+{
+	if (!id->start_ns)
+		return;
+	json_key(j, "proc_start_ns");
+	json_u64(j, id->start_ns);
+}
+
 static void ident(struct dc_json *j, const struct dc_proc_ident *id)
 {
 	json_key(j, "pid");
@@ -283,6 +293,7 @@ void record_file(struct dc_buf *b, const struct dc_record_ctx *ctx, const struct
 	json_obj_begin(&j);
 	header(&j, ctx, DC_REC_FILE);
 	ident(&j, id);
+	start_field(&j, id);
 	json_key(&j, "fhash");
 	if (fhash[0])
 		json_str(&j, fhash);
@@ -367,6 +378,7 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 	}
 	json_key(&j, "exe");
 	json_str(&j, id->exe ? id->exe : "");
+	start_field(&j, id);
 	json_key(&j, "cgroup_id");
 	json_u64(&j, id->cgroup_id);
 	json_key(&j, "cgroup");
@@ -915,6 +927,7 @@ void record_stacks(struct dc_buf *b, const struct dc_record_ctx *ctx,
 	ident(&j, id);
 	json_key(&j, "exe");
 	json_str(&j, id->exe ? id->exe : "");
+	start_field(&j, id);
 	job_fields(&j, id->job);
 	json_key(&j, "stacks");
 	json_arr_begin(&j);

@@ -49,6 +49,7 @@ struct dc_proc_ident {
 	bool uid_known;	    /* uid is left out of the record when the kernel did not say */
 	uint32_t uid;
 	const char *exe;	    /* NULL: "" */
+	uint64_t start_ns;	    /* 0: unknown, left out of the record */
 	const struct dc_jobid *job; /* parsed from cgroup; NULL: nothing found */
 };
 

@@ -407,6 +407,7 @@ static __always_inline void proc_note(__u32 tgid)
 	/* real_cred, not cred: cred is what the leader acts as right now,
 	 * which override_creds() swaps inside some calls (access(), NFS) */
 	p.uid = BPF_CORE_READ(t, group_leader, real_cred, uid.val);
+	p.start_ns = BPF_CORE_READ(t, group_leader, start_boottime);
 	/* threads share the mm; the leader's is gone once it exits first */
 	exe = BPF_CORE_READ(t, mm, exe_file, f_path.dentry, d_name.name);
 	if (exe)

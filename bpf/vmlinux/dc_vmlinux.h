@@ -90,7 +90,8 @@ struct task_struct {
 	int tgid;
 	struct mm_struct *mm; /* NULL for kernel threads */
 	struct task_struct *group_leader;
-	u64 start_time; /* CLOCK_MONOTONIC ns at fork: (pid, start_time) names a process */
+	u64 start_time;	    /* CLOCK_MONOTONIC ns at fork: (pid, start_time) names a process */
+	u64 start_boottime; /* CLOCK_BOOTTIME ns at fork: /proc/PID/stat's starttime */
 	const struct cred *real_cred;
 	char comm[16];
 	struct files_struct *files;

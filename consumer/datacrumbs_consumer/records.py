@@ -84,7 +84,13 @@ def workload_of(rec):
         # the job's processes, as the labelled training rows (processes
         # only) have no such bytes; a model may join the two
         return "kernel:" + (wl or "pid:0")
-    return wl or "pid:%d" % rec.get("pid", -1)
+    if wl:
+        return wl
+    # a pid is reused: with its start (agents since 2026-11-27) it names
+    # one process, whose windows the pid alone would join to another's
+    if rec.get("proc_start_ns"):
+        return "pid:%d:%d" % (rec.get("pid", -1), rec["proc_start_ns"])
+    return "pid:%d" % rec.get("pid", -1)
 
 
 def _add(out, col, v):

@@ -78,6 +78,13 @@ class Flatten(unittest.TestCase):
         recs = fixture_records()
         self.assertEqual(R.workload_of(recs[0]), "unit:a.service")
         self.assertEqual(R.workload_of(recs[2]), "pid:200")
+        # a reused pid is another process: its start tells them apart
+        self.assertEqual(R.workload_of({"job": {}, "cgroup": "/", "pid": 200,
+                                        "proc_start_ns": 4240000000}), "pid:200:4240000000")
+        self.assertNotEqual(R.workload_of({"job": {}, "cgroup": "/", "pid": 200,
+                                           "proc_start_ns": 4240000000}),
+                            R.workload_of({"job": {}, "cgroup": "/", "pid": 200,
+                                           "proc_start_ns": 9990000000}))
         self.assertEqual(R.workload_of({"job": {"slurm_job": "42", "unit": "x.scope"}}), "slurm_job:42")
         self.assertEqual(R.workload_of({"job": {}, "cgroup": "/a/b", "pid": 3}), "cgroup:/a/b")
         # pid 0: the kernel's writeback for the job, kept apart from it

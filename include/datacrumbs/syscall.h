@@ -105,6 +105,9 @@ struct dc_proc {
 	char exe[DC_EXE_LEN];	/* base name of the executable, truncated; "" if none */
 	__u32 uid;		/* the leader's real uid in the initial user namespace */
 	__u32 seq;		/* the window it was noted in (bpf/syscall.bpf.c proc_note) */
+	/* the leader's start_boottime (ns since boot): with the pid, one
+	 * process, where the pid alone may name a later one */
+	__u64 start_ns;
 };
 
 /*

@@ -273,6 +273,15 @@ def workload_pid(p):
     return int(out.decode().strip())
 
 
+def workload_pid_start(p):
+    """A workload run with --print-start 1: its child's pid, and the child's
+    start as the agent reports it (proc_start_ns: /proc's ticks in ns)."""
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 0, "workload failed with %d" % p.returncode
+    pid, ticks = (int(x) for x in out.decode().split())
+    return pid, ticks * (10 ** 9 // os.sysconf("SC_CLK_TCK"))
+
+
 def expected_ops(iters=100, threads=1, size=4096, bad_opens=3, bad_reads=2, fsyncs=1, hops=0,
                  **_):
     """The workload's contract (tests/bpf/workload.c), per op: count, errors, bytes."""

@@ -19,7 +19,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from agentlib import (Agent, Checks, cgroup2_root, check_schema, evict, expected_ops, loop_device,  # noqa: E402
-                      require_root, run_workload, sum_ops, workload_pid)
+                      require_root, run_workload, sum_ops, workload_pid,
+                      workload_pid_start)
 
 ALLOWED_EXTRA = {"mmap"}  # glibc maps thread stacks and arenas: not in the workload's contract
 
@@ -1237,7 +1238,7 @@ def scenario_jobs(agent_bin, wl_bin):
             os.makedirs(path)
             made.append(path)
         a = Agent(agent_bin, "interval = 0.2;\n")
-        pids = {}
+        pids, starts = {}, {}
         for name, (rel, uid, _) in shapes.items():
             procs = os.path.join(root, base, rel, "cgroup.procs")
 
@@ -1249,9 +1250,10 @@ def scenario_jobs(agent_bin, wl_bin):
                     os.setgroups([])
                     os.setresgid(uid, uid, uid)
                     os.setresuid(uid, uid, uid)
-            p = subprocess.Popen([wl_bin, "--iters", "20", "--dir", tmp, "--comm", "job-" + name],
+            p = subprocess.Popen([wl_bin, "--iters", "20", "--dir", tmp, "--comm", "job-" + name,
+                                  "--print-start", "1"],
                                  stdout=subprocess.PIPE, preexec_fn=enter)
-            pids[name] = workload_pid(p)
+            pids[name], starts[name] = workload_pid_start(p)
         # the paths are resolved when a window closes: the cgroups must outlive the agent
         c.eq(a.stop(), 0, "agent exits 0")
         recs = a.records()
@@ -1266,6 +1268,9 @@ def scenario_jobs(agent_bin, wl_bin):
             c.eq({r.get("uid") for r in mine}, {uid}, "%s: uid" % name)
             c.eq({r["exe"] for r in mine}, {os.path.basename(wl_bin)}, "%s: exe" % name)
             c.eq({r["comm"] for r in mine}, {"job-" + name}, "%s: comm still the process's" % name)
+            # the kernel's ns at /proc's tick: equal, not merely close
+            c.eq({r.get("proc_start_ns") for r in mine}, {starts[name]},
+                 "%s: proc_start_ns is /proc/PID/stat's starttime" % name)
     finally:
         if a and a.proc.poll() is None:
             a.proc.kill()

@@ -4,9 +4,10 @@
  *
  * The measured I/O runs in a forked child (no exec, so no dynamic loader
  * I/O) that makes only the calls below and leaves with _exit(); the parent
- * prints the child's pid once the child is done. Per thread, with N = --iters:
- *   openat   1 ok (O_CREAT) + --bad-opens failing (ENOENT)
- *   pwrite64 N x --size bytes            (phase 1)
+ * prints the child's pid once the child is done (with --print-start 1, then
+ * its starttime, /proc/PID/stat's field 22, read before it is reaped). Per thread, with N =
+ * --iters: openat   1 ok (O_CREAT) + --bad-opens failing (ENOENT) pwrite64 N x --size bytes (phase
+ * 1)
  *   [--pause-ms sleep: lets windows close mid-workload; with
  *    --pause-mid-writes 1 it falls after the first N/2 pwrites instead]
  *   pread64  N x --size bytes            (phase 2)
@@ -63,7 +64,8 @@
 
 static int iters = 100, nthreads = 1, bad_opens = 3, bad_reads = 2, fsyncs = 1, pause_ms;
 static int pause_mid_writes;
-static int nfiles, file_gap_ms;
+static int nfiles, file_gap_ms, print_start;
+static unsigned long long start_ticks;
 static size_t size = 4096;
 static const char *dir = "/tmp";
 static const char *comm;
@@ -411,6 +413,8 @@ int main(int argc, char **argv)
 			nfiles = atoi(v);
 		else if (!strcmp(k, "--file-gap-ms"))
 			file_gap_ms = atoi(v);
+		else if (!strcmp(k, "--print-start"))
+			print_start = atoi(v);
 		else {
 			fprintf(stderr, "workload: unknown option %s\n", k);
 			return 2;
@@ -452,6 +456,24 @@ int main(int argc, char **argv)
 			pthread_join(th[t], NULL);
 		_exit(0);
 	}
+	if (print_start) {
+		siginfo_t si;
+		char path[64], line[1024], *p;
+		FILE *f;
+
+		/* a zombie keeps its stat until reaped */
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0)
+			return 1;
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		f = fopen(path, "re");
+		if (!f || !fgets(line, sizeof(line), f) || !(p = strrchr(line, ')')) ||
+		    sscanf(p + 1,
+			   " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+			   "%*d %*d %llu",
+			   &start_ticks) != 1)
+			return 1;
+		fclose(f);
+	}
 	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status)) {
 		fprintf(stderr, "workload: child failed (status %d)\n", status);
 		return 1;
@@ -468,6 +490,9 @@ int main(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/dc-files.%d.%d", dir, (int)pid, i);
 		unlink(path);
 	}
-	printf("%d\n", (int)pid);
+	if (print_start)
+		printf("%d %llu\n", (int)pid, start_ticks);
+	else
+		printf("%d\n", (int)pid);
 	return 0;
 }
