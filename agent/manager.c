@@ -2671,8 +2671,14 @@ int manager_run(struct manager *m)
 		log_info("Running: %g s windows, records to %s", m->cfg.interval, to);
 	}
 	r = sd_event_loop(m->event);
-	if (r < 0)
-		return log_error_errno(r, "Event loop failed: %m");
+	if (r < 0) {
+		/* a reload's rollback that failed: the sinks still make their
+		 * last delivery, and say what it lost, before the error exit */
+		log_error_errno(r, "Stopping on an error: %m");
+		probes_detach(m);
+		sinks_close(m);
+		return r;
+	}
 	probes_detach(m);
 	/* the detach may have taken time (perf-event uprobes extend the stop
 	 * themselves, by 30 s from their last link): the flush still gets all
