@@ -369,6 +369,22 @@ static void emit_files(struct manager *m, const struct dc_record_ctx *ctx,
 	}
 }
 
+/* When tgid started (proc_start_ns), by /proc; 0 once it has exited. */
+static uint64_t proc_start_procfs(uint32_t tgid)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	long hz = sysconf(_SC_CLK_TCK);
+	char path[64], line[1024];
+	uint64_t ticks;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", tgid);
+	f = fopen(path, "re");
+	/* whole ticks already: the kernel's ns floored to them agree */
+	if (!f || !fgets(line, sizeof(line), f) || hz <= 0 || procstat_start_ticks(line, &ticks))
+		return 0;
+	return ticks * (1000000000ULL / (uint64_t)hz);
+}
+
 /* A process only the other layers saw (block, page cache, VFS) has no
  * kernel record of its name: ask /proc while it still lives. */
 static void proc_from_procfs(uint32_t tgid, struct dc_proc_info *proc)
@@ -398,17 +414,7 @@ static void proc_from_procfs(uint32_t tgid, struct dc_proc_info *proc)
 		snprintf(proc->exe, DC_EXE_LEN, "%.*s", DC_EXE_LEN - 1,
 			 strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf);
 	}
-	snprintf(path, sizeof(path), "/proc/%u/stat", tgid);
-	f = fopen(path, "re");
-	if (f) {
-		uint64_t ticks;
-		long hz = sysconf(_SC_CLK_TCK);
-
-		/* whole ticks already: the kernel's ns floored to them agree */
-		if (fgets(buf, sizeof(buf), f) && hz > 0 && !procstat_start_ticks(buf, &ticks))
-			proc->start_ns = ticks * (1000000000ULL / (uint64_t)hz);
-		fclose(f);
-	}
+	proc->start_ns = proc_start_procfs(tgid);
 	snprintf(path, sizeof(path), "/proc/%u/status", tgid);
 	f = fopen(path, "re");
 	if (!f)
@@ -422,8 +428,9 @@ static void proc_from_procfs(uint32_t tgid, struct dc_proc_info *proc)
 }
 
 /* Who tgid is, for the records of (tgid, cgroup_id): the kernel's record of
- * it, else /proc's while it lives. id's strings point into proc. */
-static void proc_ident(struct manager *m, uint32_t tgid, uint64_t cgroup_id,
+ * it, else /proc's while it lives. noted: its system calls in the window
+ * renewed the kernel's record. id's strings point into proc. */
+static void proc_ident(struct manager *m, uint32_t tgid, uint64_t cgroup_id, bool noted,
 		       struct dc_proc_info *proc, struct dc_proc_ident *id)
 {
 	if (!tgid)
@@ -431,6 +438,18 @@ static void proc_ident(struct manager *m, uint32_t tgid, uint64_t cgroup_id,
 		*proc = (struct dc_proc_info){.comm = "[kernel]"};
 	else if (probe_syscall_proc(m->sys, tgid, proc) < 0)
 		proc_from_procfs(tgid, proc);
+	else if (!noted) {
+		/* the record is of an earlier window, and of an earlier process
+		 * if the pid was reused since by one that made no system call
+		 * (faults on a mapping it inherited): /proc tells while the
+		 * process lives. One that has exited keeps the record. */
+		uint64_t start = proc_start_procfs(tgid);
+
+		if (start && start != proc->start_ns) {
+			*proc = (struct dc_proc_info){};
+			proc_from_procfs(tgid, proc);
+		}
+	}
 	*id = (struct dc_proc_ident){.pid = tgid,
 				     .comm = proc->comm,
 				     .cgroup_id = cgroup_id,
@@ -454,7 +473,7 @@ static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uin
 	struct dc_file_sum access = {};
 	const struct dc_pc_entry *pce = m->pc ? pc_find(pres, tgid, cgroup_id) : NULL;
 
-	proc_ident(m, tgid, cgroup_id, &proc, &id);
+	proc_ident(m, tgid, cgroup_id, n > 0, &proc, &id);
 	if (m->blk) {
 		blk_sum_for(bres->entries, bres->n, tgid, cgroup_id, blk);
 		lay.blk = blk;
@@ -676,7 +695,8 @@ static void emit_stacks(struct manager *m, const struct dc_record_ctx *ctx,
 				d->objs[o_end].cgroup_id == cgroup_id;
 		     o_end++)
 			;
-		proc_ident(m, tgid, cgroup_id, &proc, &id);
+		/* its rows are its system calls' */
+		proc_ident(m, tgid, cgroup_id, true, &proc, &id);
 		buf_reset(&m->rec);
 		record_stacks(&m->rec, ctx, &id, d->rows + i, end - i, d->objs + o, o_end - o);
 		if (!m->rec.err)
@@ -2652,7 +2672,7 @@ static int sinks_close(struct manager *m)
 
 int manager_run(struct manager *m)
 {
-	int r;
+	int r, closed;
 
 	/* probes attached and sinks up (a broker that is down is the spool's
 	 * business, not a reason to hold readiness back) */
@@ -2675,9 +2695,7 @@ int manager_run(struct manager *m)
 		/* a reload's rollback that failed: the sinks still make their
 		 * last delivery, and say what it lost, before the error exit */
 		log_error_errno(r, "Stopping on an error: %m");
-		probes_detach(m);
-		sinks_close(m);
-		return r;
+		sd_notify(0, "STOPPING=1");
 	}
 	probes_detach(m);
 	/* the detach may have taken time (perf-event uprobes extend the stop
@@ -2686,5 +2704,6 @@ int manager_run(struct manager *m)
 	if (m->kafka)
 		sd_notifyf(0, "EXTEND_TIMEOUT_USEC=%llu",
 			   (unsigned long long)(m->cfg.kafka_flush_timeout + 30) * USEC_PER_SEC);
-	return sinks_close(m);
+	closed = sinks_close(m);
+	return r < 0 ? r : closed;
 }

@@ -397,17 +397,19 @@ static __always_inline void proc_note(__u32 tgid)
 	__u32 zero = 0;
 
 	BPF_CORE_READ_STR_INTO(&p.comm, t, group_leader, comm);
+	/* a pid reused within the window, under the same name, is another
+	 * process all the same */
+	p.start_ns = BPF_CORE_READ(t, group_leader, start_boottime);
 	st = bpf_map_lookup_elem(&agg_state, &zero);
 	if (!st)
 		return;
 	p.seq = *(volatile __u32 *)&st->seq;
 	old = bpf_map_lookup_elem(&procs, &tgid);
-	if (old && old->seq == p.seq && comm_eq(old->comm, p.comm))
+	if (old && old->seq == p.seq && comm_eq(old->comm, p.comm) && old->start_ns == p.start_ns)
 		return;
 	/* real_cred, not cred: cred is what the leader acts as right now,
 	 * which override_creds() swaps inside some calls (access(), NFS) */
 	p.uid = BPF_CORE_READ(t, group_leader, real_cred, uid.val);
-	p.start_ns = BPF_CORE_READ(t, group_leader, start_boottime);
 	/* threads share the mm; the leader's is gone once it exits first */
 	exe = BPF_CORE_READ(t, mm, exe_file, f_path.dentry, d_name.name);
 	if (exe)

@@ -86,8 +86,9 @@ def workload_of(rec):
         return "kernel:" + (wl or "pid:0")
     if wl:
         return wl
-    # a pid is reused: with its start (agents since 2026-11-27) it names
-    # one process, whose windows the pid alone would join to another's
+    # a pid is reused: with its start (proc_start_ns, where the record has
+    # it) it names one process, whose windows the pid alone would join to
+    # a later one's (node_workload adds the host)
     if rec.get("proc_start_ns"):
         return "pid:%d:%d" % (rec.get("pid", -1), rec["proc_start_ns"])
     return "pid:%d" % rec.get("pid", -1)

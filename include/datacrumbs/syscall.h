@@ -5,7 +5,8 @@
  *
  * Every struct here crosses the kernel/user boundary: fixed-width fields,
  * explicit padding, no pointers. DC_SYSCALL_ABI changes whenever a layout
- * does, and the agent refuses an object built for another ABI.
+ * does: the agent embeds its object (a skeleton), so the two always agree,
+ * and the number dates a layout for a reader of the maps from outside.
  */
 #ifndef DATACRUMBS_SYSCALL_H
 #define DATACRUMBS_SYSCALL_H
@@ -21,8 +22,8 @@
 #include "datacrumbs/slotmap.h"
 
 /* 2: dc_proc gained uid and exe; 3: DC_CNT_FILTERED; 4: dc_stash stack
- * fields; 5: dc_stash file hints */
-#define DC_SYSCALL_ABI 5
+ * fields; 5: dc_stash file hints; 6: dc_proc start_ns */
+#define DC_SYSCALL_ABI 6
 
 /*
  * Syscall numbers the BPF side can map to an operation. 512 covers every

@@ -1200,6 +1200,81 @@ def scenario_cgroup_move(agent_bin, wl_bin):
     c.done()
 
 
+def scenario_pid_reuse(agent_bin, wl_bin):
+    """A reused pid is another process in the records, also where the kernel's
+    record of the pid still names the process before it.
+
+    Process A (the workload's child, comm dc-reuse-a) makes its calls and
+    exits. Process B takes A's pid (ns_last_pid) by a fork of this script
+    that makes no system call of the I/O kind: it only faults on a file
+    mapping it inherited, then sleeps while windows close. B's windows must
+    carry B's start and name, not those of A's record."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-reuse-", dir="/var/tmp")
+    path = os.path.join(tmp, "mapped")
+    pages = 256
+    with open(path, "wb") as f:
+        f.write(b"x" * (pages * 4096))
+    tick = 10 ** 9 // os.sysconf("SC_CLK_TCK")
+    a = Agent(agent_bin, "interval = 0.3;\n")
+    pid_b = start_b = comm_b = None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        m = mmap.mmap(fd, pages * 4096, prot=mmap.PROT_READ)
+        for attempt in range(20):
+            p = subprocess.Popen([wl_bin, "--iters", "20", "--dir", tmp, "--comm", "dc-reuse-a",
+                                  "--print-start", "1"], stdout=subprocess.PIPE)
+            pid_a, start_a = workload_pid_start(p)
+            # A's calls in a closed window: the kernel's record names A
+            time.sleep(0.8)
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(pid_a - 1))
+            child = os.fork()
+            if child == 0:
+                # B: no I/O call from here to its end (a pid, a sleep and
+                # page faults are none)
+                if os.getpid() != pid_a:
+                    os._exit(3)
+                s = 0
+                for i in range(0, pages * 4096, 4096):
+                    s += m[i]
+                time.sleep(1.5)
+                os._exit(0 if s else 4)
+            if child == pid_a:
+                with open("/proc/%d/stat" % child) as f:
+                    start_b = int(f.read().rsplit(")", 1)[1].split()[19]) * tick
+                with open("/proc/%d/comm" % child) as f:
+                    comm_b = f.read().strip()
+            _, status = os.waitpid(child, 0)
+            if child == pid_a:
+                c.eq(status, 0, "B took A's pid and faulted on the mapping")
+                pid_b = child
+                break
+        m.close()
+        os.close(fd)
+        c.check(pid_b is not None, "a fork took the workload's pid again (attempts: %d)"
+                % (attempt + 1))
+        c.eq(a.stop(), 0, "agent exits 0")
+        recs = [r for r in a.records() if r["type"] == "features" and r["pid"] == pid_a]
+        faults = [r for r in recs if not r["ops"] and (r.get("page_cache", {}).get("file_faults", 0) +
+                                                         r.get("page_cache", {}).get("fault_arounds", 0))]
+        c.check(start_b is not None and start_b != start_a, "B started after A (%s, %s)"
+                % (start_a, start_b))
+        c.check(len(faults) > 0, "B's faults are in records of the pid, with no system call")
+        c.eq({r.get("proc_start_ns") for r in faults}, {start_b}, "B's windows carry B's start")
+        c.eq({r["comm"] for r in faults}, {comm_b}, "... and B's name")
+        a_recs = [r for r in recs if r["ops"]]
+        c.check(len(a_recs) > 0, "A's calls are in records of the pid")
+        c.eq({r.get("proc_start_ns") for r in a_recs}, {start_a}, "A's windows carry A's start")
+        c.eq({r["comm"] for r in a_recs}, {"dc-reuse-a"}, "... and A's name")
+    finally:
+        if a.proc.poll() is None:
+            a.proc.kill()
+            a.proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    c.done()
+
+
 def scenario_jobs(agent_bin, wl_bin):
     """Process and job attribution: uid, exe, and the job the cgroup path names.
 
@@ -1475,6 +1550,8 @@ def main():
                                   scenario[10:] if scenario != "libraries" else "auto")
     if scenario == "shared":
         return scenario_exact(agent_bin, wl_bin, maps='maps = { layout = "shared"; };\n')
+    if scenario == "pid-reuse":
+        return scenario_pid_reuse(agent_bin, wl_bin)
     if scenario == "jobs":
         return scenario_jobs(agent_bin, wl_bin)
     if scenario == "cgroup-move":

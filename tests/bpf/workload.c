@@ -5,9 +5,10 @@
  * The measured I/O runs in a forked child (no exec, so no dynamic loader
  * I/O) that makes only the calls below and leaves with _exit(); the parent
  * prints the child's pid once the child is done (with --print-start 1, then
- * its starttime, /proc/PID/stat's field 22, read before it is reaped). Per thread, with N =
- * --iters: openat   1 ok (O_CREAT) + --bad-opens failing (ENOENT) pwrite64 N x --size bytes (phase
- * 1)
+ * its starttime, /proc/PID/stat's field 22, read before it is reaped).
+ * Per thread, with N = --iters:
+ *   openat   1 ok (O_CREAT) + --bad-opens failing (ENOENT)
+ *   pwrite64 N x --size bytes            (phase 1)
  *   [--pause-ms sleep: lets windows close mid-workload; with
  *    --pause-mid-writes 1 it falls after the first N/2 pwrites instead]
  *   pread64  N x --size bytes            (phase 2)
