@@ -1398,7 +1398,8 @@ static int families_start(struct manager *m, const struct dc_config *cfg, unsign
 			  bool *config_error);
 static void sinks_stop(struct manager *m, const struct dc_config *next);
 static void carry_handover(struct manager *m, const struct dc_config *cfg);
-static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *config_error);
+static int sinks_start(struct manager *m, const struct dc_config *cfg, bool rollback,
+		       bool *config_error);
 static void set_host(struct manager *m, const struct dc_config *cfg);
 static int filter_load(struct manager *m, const struct dc_config *cfg, struct dc_filter **out);
 
@@ -1605,7 +1606,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		r = 0;
 		if (ch & CH_SINKS) {
 			sinks_stop(m, &nc);
-			r = sinks_start(m, &nc, &config_error);
+			r = sinks_start(m, &nc, false, &config_error);
 			if (r < 0)
 				snprintf(m->reload_error, sizeof(m->reload_error),
 					 "reload failed to open the new outputs: running on the "
@@ -1639,7 +1640,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 			log_set_max_level(level < 0 ? LOG_INFO : level);
 			if (ch & CH_SINKS) {
 				sinks_stop(m, &m->cfg);
-				r = sinks_start(m, &m->cfg, &config_error);
+				r = sinks_start(m, &m->cfg, true, &config_error);
 				/* to the old file sink, or counted lost; also when
 				 * the agent stops here (its close tries them) */
 				carry_handover(m, &m->cfg);
@@ -2446,7 +2447,10 @@ static void sinks_stop(struct manager *m, const struct dc_config *next)
 	m->trace_files = sink_free(m->trace_files);
 }
 
-static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *config_error)
+/* rollback: the running configuration's sinks again, after a reload's
+ * failed (what it checked at its start is not checked again) */
+static int sinks_start(struct manager *m, const struct dc_config *cfg, bool rollback,
+		       bool *config_error)
 {
 	int r;
 
@@ -2485,6 +2489,7 @@ static int sinks_start(struct manager *m, const struct dc_config *cfg, bool *con
 		    /* and believed down from the start: a second reload moments
 		     * later, before librdkafka has said so again, waits no more */
 		    .brokers_down = still_down,
+		    .topics_checked = rollback,
 		};
 
 		r = sink_kafka_new(&kp, m->event, &m->sinks[m->n_sinks], err, sizeof(err));
@@ -2603,7 +2608,7 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	 * kafka.start_timeout for brokers that do not answer, and the node's
 	 * I/O went unobserved meanwhile (3.5 s at an upgrade during an
 	 * outage, an audit); now it is window 0's */
-	r = sinks_start(m, cfg, config_error);
+	r = sinks_start(m, cfg, false, config_error);
 	if (r < 0)
 		return r;
 
@@ -2651,16 +2656,18 @@ void manager_set_reload(struct manager *m, int (*load)(void *ctx, struct dc_conf
  * drops) reaches no agent record, so the exit status says it. */
 static int sinks_close(struct manager *m)
 {
-	struct sink_carry was = m->sink_carry;
 	uint64_t records, shed, bytes;
 
 	for (size_t i = 0; i < m->n_sinks; i++) {
 		sink_close(m->sinks[i]);
 		sink_losses_since(m, i);
 	}
-	shed = m->sink_carry.shed - was.shed;
-	records = m->sink_carry.dropped_records - was.dropped_records + shed;
-	bytes = m->sink_carry.dropped_bytes - was.dropped_bytes;
+	/* all that no agent record took (the last one takes the carry): at a
+	 * clean stop the close's own, after a failed rollback the stopped
+	 * sinks' too */
+	shed = m->sink_carry.shed;
+	records = m->sink_carry.dropped_records + shed;
+	bytes = m->sink_carry.dropped_bytes;
 	if (!records && !bytes)
 		return 0;
 	log_error("Stopped with %" PRIu64 " records lost after the last agent record (%" PRIu64

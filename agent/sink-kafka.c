@@ -43,7 +43,12 @@
 #define PUMP_TIMER_USEC	 (250 * 1000ULL) /* safety net beside the queue fd */
 #define BACKOFF_MIN_USEC (1 * USEC_PER_SEC)
 #define BACKOFF_MAX_USEC (60 * USEC_PER_SEC)
-#define LAT_RING	 256
+/* A segment that cannot be read (EIO, a directory in its place, no memory
+ * for a foreign file's size) is tried this many times, the backoff doubling
+ * (about 30 s), before the rest goes on without it: in order, every later
+ * window waits for it */
+#define SEG_READ_TRIES 5
+#define LAT_RING       256
 /*
  * Segments handed to librdkafka at once. Its own queue would take every
  * segment of a long outage (up to queue.buffering.max.kbytes), and a
@@ -53,16 +58,32 @@
  */
 #define MAX_INFLIGHT_SEGMENTS 8
 
+struct kseg;
+
+/* One record of a segment, the message's opaque: a segment produced again
+ * after a delivery error skips those done (acknowledged, or given up on
+ * for good), or each retry sent again every record the brokers had taken,
+ * once a backoff for as long as the error lasted */
+struct krec {
+	struct kseg *g;
+	bool done;
+};
+
 struct kseg {
 	struct kseg *next;
 	struct dc_seg_meta meta;
 	uint64_t file_bytes;
 	struct dc_buf raw; /* records; empty when not loaded */
 	bool loaded;
-	size_t next_off;      /* next record to produce */
+	size_t next_off;   /* next record to produce */
+	uint32_t next_idx; /* its index in recs */
+	struct krec *recs; /* n_recs, made at the first production; kept
+			    * while the records' memory is let go */
+	uint32_t n_recs;
 	uint64_t outstanding; /* produced, no delivery report yet */
 	uint64_t failed;      /* delivery reports with an error, this attempt */
 	bool lost;	      /* at stop, neither delivered nor written: counted as lost */
+	unsigned read_errors; /* reads that failed in a row (SEG_READ_TRIES) */
 	int last_err;
 	uint64_t sealed_usec; /* CLOCK_MONOTONIC when sealed; 0 for a previous run's */
 };
@@ -127,7 +148,28 @@ static uint64_t now_usec(void)
 static void kseg_free(struct kseg *g)
 {
 	buf_free(&g->raw);
+	free(g->recs);
 	free(g);
+}
+
+/* g->recs for its loaded records; -ENOMEM */
+static int seg_recs(struct kseg *g)
+{
+	struct dc_seg_rec rec;
+	size_t off = 0;
+	uint32_t n = 0;
+
+	if (g->recs)
+		return 0;
+	while (seg_raw_next(g->raw.data, g->raw.len, &off, &rec) > 0)
+		n++;
+	g->recs = calloc(n ? n : 1, sizeof(*g->recs));
+	if (!g->recs)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		g->recs[i].g = g;
+	g->n_recs = n;
+	return 0;
 }
 
 static void unlink_seg(struct sink_kafka *k, struct kseg *g)
@@ -236,13 +278,15 @@ static int seg_load(struct sink_kafka *k, struct kseg *g)
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
 	struct sink_kafka *k = opaque;
-	struct kseg *g = m->_private;
+	struct krec *kr = m->_private;
+	struct kseg *g = kr->g;
 
 	if (m->err || rd_kafka_message_status(m) != RD_KAFKA_MSG_STATUS_PERSISTED) {
 		g->failed++;
 		g->last_err = m->err ? m->err : RD_KAFKA_RESP_ERR__FAIL;
 		k->dr_errors++;
 	} else {
+		kr->done = true;
 		k->delivered++;
 		k->base.stats.records++;
 		k->base.stats.bytes += m->len;
@@ -282,11 +326,13 @@ static void settle(struct sink_kafka *k)
 		    rd_kafka_err2str(g->last_err), (uint64_t)(k->backoff_usec / USEC_PER_SEC));
 		g->failed = 0;
 		g->next_off = 0;
+		g->next_idx = 0;
 		back_off(k);
 	}
 }
 
-static int produce_one(struct sink_kafka *k, struct kseg *g, const struct dc_seg_rec *rec)
+static int produce_one(struct sink_kafka *k, struct kseg *g, struct krec *kr,
+		       const struct dc_seg_rec *rec)
 {
 	rd_kafka_headers_t *h = rd_kafka_headers_new(6);
 	char window[24], schema[8], key[DC_SEG_HOST_MAX + 1 + 64];
@@ -322,7 +368,7 @@ static int produce_one(struct sink_kafka *k, struct kseg *g, const struct dc_seg
 	    k->rk, RD_KAFKA_V_RKT(k->topic[rec->type]), RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
 	    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, keylen),
 	    RD_KAFKA_V_VALUE((void *)rec->data, rec->len), RD_KAFKA_V_HEADERS(h),
-	    RD_KAFKA_V_OPAQUE(g), RD_KAFKA_V_END);
+	    RD_KAFKA_V_OPAQUE(kr), RD_KAFKA_V_END);
 	if (err)
 		rd_kafka_headers_destroy(h);
 	return err;
@@ -411,6 +457,10 @@ static void pump(struct sink_kafka *k)
 		r = seg_load(k, g);
 		if (r < 0) {
 			if (r == -EBADMSG) {
+				/* changed on disk since it was written or checked
+				 * at the start: its records are in the .bad file,
+				 * not delivered, and counted as such */
+				k->base.stats.dropped_records += g->meta.n_records;
 				k->spool_bytes -=
 				    g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
 				unlink_seg(k, g);
@@ -440,15 +490,54 @@ static void pump(struct sink_kafka *k)
 				kseg_free(g);
 				continue;
 			}
-			log_error_errno(r, "Cannot read spool segment %" PRIu64 ": %m; retrying",
-					g->meta.seq);
+			/* something else in its place (spool_read: -EINVAL)
+			 * stays so: no point waiting for it */
+			if (r == -EINVAL || r == -EISDIR)
+				g->read_errors = SEG_READ_TRIES;
+			if (++g->read_errors < SEG_READ_TRIES) {
+				log_error_errno(r,
+						"Cannot read spool segment %" PRIu64
+						": %m; trying again in %" PRIu64 " s (%u of %d)",
+						g->meta.seq,
+						(uint64_t)(k->backoff_usec / USEC_PER_SEC),
+						g->read_errors, SEG_READ_TRIES);
+				back_off(k);
+				return;
+			}
+			/* left where it is: the next start tries it again */
+			log_error("Cannot read spool segment %" PRIu64 ": %s: its %" PRIu64
+				  " records are lost; left where it is, delivering the rest",
+				  g->meta.seq, r == -EINVAL ? "not a regular file" : strerror(-r),
+				  g->meta.n_records);
+			k->base.stats.dropped_records += g->meta.n_records;
+			k->spool_bytes -=
+			    g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
+			unlink_seg(k, g);
+			kseg_free(g);
+			continue;
+		}
+		if (seg_recs(g) < 0) {
+			/* out of memory: tried again at the next pump */
 			k->resume_usec = now_usec() + k->backoff_usec;
 			return;
 		}
 		inflight++;
 		off = g->next_off;
 		while ((r = seg_raw_next(g->raw.data, g->raw.len, &off, &rec)) > 0) {
+			struct krec *kr = &g->recs[g->next_idx < g->n_recs ? g->next_idx : 0];
 			rd_kafka_resp_err_t err;
+
+			if (g->next_idx >= g->n_recs) {
+				/* more records than counted: not the same
+				 * records (cannot happen: loads decode one file) */
+				r = -EBADMSG;
+				break;
+			}
+			if (kr->done) {
+				g->next_off = off;
+				g->next_idx++;
+				continue;
+			}
 
 			/* an unknown type, or one this run has no topic for (a
 			 * previous run's traces or stacks): nowhere to send it */
@@ -463,10 +552,12 @@ static void pump(struct sink_kafka *k)
 						: "unknown",
 					    rec.window);
 				k->base.stats.dropped_records++;
+				kr->done = true;
 				g->next_off = off;
+				g->next_idx++;
 				continue;
 			}
-			err = produce_one(k, g, &rec);
+			err = produce_one(k, g, kr, &rec);
 			if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
 				/* librdkafka holds its bound; the rest waits on disk */
 				k->queue_full++;
@@ -475,7 +566,9 @@ static void pump(struct sink_kafka *k)
 			}
 			if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
 				/* cannot ever be sent (larger than message.max.bytes) */
+				kr->done = true;
 				g->next_off = off;
+				g->next_idx++;
 				k->too_large++;
 				k->base.stats.dropped_records++;
 				log_error("Record of window %" PRIu64
@@ -492,6 +585,7 @@ static void pump(struct sink_kafka *k)
 				return;
 			}
 			g->next_off = off;
+			g->next_idx++;
 			g->outstanding++;
 			k->produced++;
 		}
@@ -908,18 +1002,15 @@ static void kafka_report(struct dc_sink *s, struct dc_json *j)
  * get one more try at the disk, which may have room by now; what still
  * cannot be written is lost with the process, and is said and counted.
  */
-/* Records of this attempt the broker has acknowledged: those produced
- * (before next_off) whose report came back without an error. */
+/* Records the broker has acknowledged, over every attempt, or that were
+ * given up on and counted already (too large, no topic). */
 static uint64_t acknowledged(const struct kseg *g)
 {
-	struct dc_seg_rec rec;
-	uint64_t produced = 0, pending = g->outstanding + g->failed;
-	size_t off = 0;
+	uint64_t n = 0;
 
-	while (off < g->next_off && seg_raw_next(g->raw.data, g->raw.len, &off, &rec) > 0)
-		produced++;
-	produced = produced > pending ? produced - pending : 0;
-	return produced < g->meta.n_records ? produced : g->meta.n_records;
+	for (uint32_t i = 0; i < g->n_recs; i++)
+		n += g->recs[i].done;
+	return n < g->meta.n_records ? n : g->meta.n_records;
 }
 
 /* next: the spool directory the sink that follows uses ("" none: Kafka
@@ -1449,7 +1540,7 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 	r = producer_new(k, err, errlen);
 	if (r < 0)
 		goto fail;
-	r = check_topics(k, (int)p->start_timeout_ms, err, errlen);
+	r = p->topics_checked ? 0 : check_topics(k, (int)p->start_timeout_ms, err, errlen);
 	if (r < 0)
 		goto fail;
 

@@ -130,6 +130,10 @@ struct sink_kafka_params {
 	bool spool_fsync;
 	uint64_t flush_timeout_ms;
 	uint64_t start_timeout_ms;
+	/* the topics are the running configuration's, already checked at its
+	 * start (a reload's rollback): not checked again. One deleted since is
+	 * what a running agent spools for, not a reason to stop */
+	bool topics_checked;
 	/* the brokers were down for the sink this one replaces: believed down
 	 * until a delivery or librdkafka's statistics show one up */
 	bool brokers_down;

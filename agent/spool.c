@@ -73,11 +73,17 @@ int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 	 * read-only file system too. */
 	if (faccessat(s->dir_fd, ".", W_OK | X_OK, AT_EACCESS) < 0)
 		s->unwritable = errno;
-	d = fdopendir(dup(s->dir_fd));
-	if (!d) {
-		r = -errno;
-		close(s->dir_fd);
-		goto fail;
+	{
+		int dfd = dup(s->dir_fd);
+
+		d = dfd >= 0 ? fdopendir(dfd) : NULL;
+		if (!d) {
+			r = -errno;
+			if (dfd >= 0)
+				close(dfd);
+			close(s->dir_fd);
+			goto fail;
+		}
 	}
 	while ((de = readdir(d))) {
 		size_t l = strlen(de->d_name);
@@ -90,6 +96,16 @@ int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 		if (l == 28 && !strcmp(de->d_name + 20, ".seg.tmp") &&
 		    strspn(de->d_name, "0123456789") == 20) {
 			unlinkat(s->dir_fd, de->d_name, 0);
+			continue;
+		}
+		/* a segment set aside (spool_set_aside) keeps its number: new
+		 * ones are numbered past it, or a later one set aside under
+		 * the same number would replace the evidence */
+		if (l == 28 && !strcmp(de->d_name + 20, ".seg.bad") &&
+		    strspn(de->d_name, "0123456789") == 20) {
+			seq = strtoull(de->d_name, &end, 10);
+			if (seq <= SPOOL_SEQ_MAX && seq >= s->next_seq)
+				s->next_seq = seq + 1;
 			continue;
 		}
 		if (l != 24 || strcmp(de->d_name + 20, ".seg"))
@@ -279,9 +295,13 @@ int spool_read(struct spool *s, uint64_t seq, struct dc_buf *out)
 	size_t off = 0;
 
 	snprintf(name, sizeof(name), "%020" PRIu64 ".seg", seq);
-	fd = openat(s->dir_fd, name, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO put in a segment's place would hold the event
+	 * loop in open() until the watchdog */
+	fd = openat(s->dir_fd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
 	buf_reset(out);
 	if (buf_grow(out, (size_t)st.st_size + 1))
 		return -ENOMEM;

@@ -47,6 +47,8 @@ unsigned spool_recreated(const struct spool *s);
  * again): the files of its segments went with it. */
 bool spool_gone(const struct spool *s);
 int spool_write(struct spool *s, uint64_t seq, const char *data, size_t len);
+/* A segment file's bytes into out; -EINVAL if its name holds something
+ * other than a regular file. */
 int spool_read(struct spool *s, uint64_t seq, struct dc_buf *out);
 int spool_remove(struct spool *s, uint64_t seq);
 int spool_set_aside(struct spool *s, uint64_t seq);

@@ -11,6 +11,9 @@
  *   fail-pid ERR  answer the next producer-id request with error ERR (a
  *                 Kafka error code): 31, CLUSTER_AUTHORIZATION_FAILED, is
  *                 fatal to an idempotent producer
+ *   fail-produce N ERR  answer the next N produce requests with error ERR
+ *   topic-error TOPIC ERR  metadata answers for TOPIC carry error ERR from
+ *                 now on (3, UNKNOWN_TOPIC_OR_PART: as if deleted); 0 clears
  *   quit          (or end of input) exit
  * Each command is answered "ok <command>" once it took effect.
  */
@@ -21,6 +24,7 @@
 #include <string.h>
 
 /* Kafka API keys, not exported by rdkafka_mock.h */
+#define RD_KAFKAP_Produce	 0
 #define RD_KAFKAP_Metadata	 3
 #define RD_KAFKAP_InitProducerId 22
 
@@ -82,6 +86,28 @@ int main(int argc, char **argv)
 					rd_kafka_err2str(e));
 				return 1;
 			}
+		}
+		if (!strncmp(line, "topic-error ", 12)) {
+			char *sp = strrchr(line + 12, ' ');
+
+			if (!sp)
+				return 2;
+			*sp = 0;
+			rd_kafka_mock_topic_set_error(mc, line + 12,
+						      (rd_kafka_resp_err_t)atoi(sp + 1));
+			*sp = ' ';
+		}
+		if (!strncmp(line, "fail-produce ", 13)) {
+			rd_kafka_resp_err_t errs[64];
+			int n = atoi(line + 13);
+			const char *e = strchr(line + 13, ' ');
+
+			if (n < 1 || n > 64 || !e)
+				return 2;
+			for (int i = 0; i < n; i++)
+				errs[i] = (rd_kafka_resp_err_t)atoi(e + 1);
+			rd_kafka_mock_push_request_errors_array(mc, RD_KAFKAP_Produce, (size_t)n,
+								errs);
 		}
 		if (!strncmp(line, "fail-pid ", 9))
 			rd_kafka_mock_push_request_errors(mc, RD_KAFKAP_InitProducerId, 1,

@@ -668,6 +668,53 @@ def scenario_corrupt(agent_bin, wl_bin, mock_bin):
     c.done()
 
 
+def scenario_corrupt_live(agent_bin, wl_bin, mock_bin):
+    """A segment of this run damaged on disk during an outage, after the agent
+    wrote it and let its memory go: set aside when its turn comes, its window
+    missing, and its records counted as lost in an agent record
+    (losses.sink_dropped_records), where they were counted nowhere but as a
+    corrupt segment. Another replaced by a directory: every window after it
+    waited for good (a read error retried each second); now it is given up
+    at once, counted, and the rest delivered."""
+    c = Checks()
+    b, spool, a = outage_start(agent_bin, mock_bin, 0.1)
+    time.sleep(3)
+    segs = sorted(f for f in os.listdir(spool) if f.endswith(".seg"))
+    c.check(len(segs) >= 20, "segments to work with (%d)" % len(segs))
+    # past the 8 the agent keeps loaded: read from disk when its turn comes
+    victim = segs[len(segs) // 2]
+    with open(os.path.join(spool, victim), "r+b") as f:
+        n_records = struct.unpack_from("<Q", f.read(32), 24)[0]
+        size = f.seek(0, 2)
+        f.seek(size - 20)
+        byte = f.read(1)
+        f.seek(size - 20)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    gone = segs[len(segs) // 2 + 3]
+    with open(os.path.join(spool, gone), "rb") as f:
+        n_records += struct.unpack_from("<Q", f.read(32), 24)[0]
+    os.unlink(os.path.join(spool, gone))
+    os.mkdir(os.path.join(spool, gone))
+    b.cmd("up")
+    c.check(wait_spool_empty(spool, 60, ignore=(gone,)), "the rest of the spool is delivered")
+    c.eq(a.stop(), 0, "agent exits 0")
+    log = a.log()
+    c.check(victim in log and os.path.exists(os.path.join(spool, victim + ".bad")),
+            "the damaged segment is named and set aside: %s" % victim)
+    c.check("Cannot read spool segment %d: not a regular file" % int(gone[:20]) in log,
+            "the directory in a segment's place is named")
+    agents = consume(b.bootstrap, "datacrumbs.agent")
+    runs = windows_by_run(agents)
+    w = sorted(set(runs[list(runs)[0]]))
+    missing = sorted(set(range(max(w) + 1)) - set(w))
+    c.eq(len(missing), 2, "their two windows alone are missing (%s)" % missing)
+    dropped = sum(m["rec"]["losses"]["sink_dropped_records"] for m in agents)
+    c.eq(dropped, n_records, "their %d records counted in losses.sink_dropped_records"
+         % n_records)
+    b.close()
+    c.done()
+
+
 def scenario_spool_full(agent_bin, wl_bin, mock_bin):
     """A spool bound reached during an outage: the oldest windows are shed,
     the spool stays bounded, and every shed record is counted."""
@@ -969,6 +1016,70 @@ def scenario_late_topic(agent_bin, wl_bin, mock_bin):
     c.done()
 
 
+def scenario_reload_topic_gone(agent_bin, wl_bin, mock_bin):
+    """A reload of the Kafka settings while a topic is gone (deleted, its
+    authorization revoked): the new sink is refused for it, and the running
+    configuration comes back without that check again, spooling as a running
+    agent does. The rollback checked the topics again and stopped the agent
+    (exit 1; the restart's check then exits 2, and the node stays
+    unmonitored). Once the topic answers again every window arrives."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2))
+    time.sleep(2)
+    b.cmd("topic-error datacrumbs.agent 3")
+    with open(a.conf, "w") as f:
+        f.write(conf(b.bootstrap, spool, interval=0.2, extra="flush_timeout = 4.0;"))
+    a.proc.send_signal(signal.SIGHUP)
+    time.sleep(4)
+    c.check(a.proc.poll() is None, "the agent runs on after the reload (exit %s)" % a.proc.poll())
+    log = a.log()
+    c.check("datacrumbs.agent" in log and "reload failed to open the new outputs" in log,
+            "the log says the new sink was refused for the topic")
+    b.cmd("topic-error datacrumbs.agent 0")
+    c.check(wait_spool_empty(spool, 90), "spool drained once the topic answers")
+    c.eq(a.stop(), 0, "agent exits 0")
+    agents, last = one_run_delivered(c, b.bootstrap, 25, "topic gone")
+    if last:
+        c.eq(last["losses"]["sink_dropped_records"], 0, "no record given up on")
+    b.close()
+    c.done()
+
+
+def scenario_refused_once(agent_bin, wl_bin, mock_bin):
+    """Produce requests refused by the broker with a permanent error (one
+    record a request): the segments they belong to are produced again, but
+    only the records the broker did not take. Every retry sent the whole
+    segment again, so each record delivered before the error arrived twice,
+    for as long as the error lasted."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2, extra=(
+        'properties = ["batch.num.messages=1", "linger.ms=0", "max.in.flight=1"];')))
+    time.sleep(1.5)
+    # 29: TOPIC_AUTHORIZATION_FAILED, not retried by librdkafka
+    b.cmd("fail-produce 3 29")
+    time.sleep(3)
+    c.check(wait_spool_empty(spool, 60), "spool drained")
+    c.eq(a.stop(), 0, "agent exits 0")
+    agents, last = one_run_delivered(c, b.bootstrap, 10, "refused once")
+    features = consume(b.bootstrap, "datacrumbs.features")
+    errors = sum(m["rec"]["sinks"]["kafka"]["delivery_errors"] for m in agents)
+    c.check(errors > 0, "the refusals came back as delivery errors (%d)" % errors)
+    seen, dups = set(), 0
+    for m in agents + features:
+        k = rec_key(m["rec"])
+        dups += k in seen
+        seen.add(k)
+    c.eq(dups, 0, "no record delivered twice")
+    b.close()
+    c.done()
+
+
 def scenario_fatal(agent_bin, wl_bin, mock_bin):
     """A fatal error of the idempotent producer (the broker refuses it a producer
     id: CLUSTER_AUTHORIZATION_FAILED): the producer is recreated and every window
@@ -1004,7 +1115,8 @@ def main():
      "traces": scenario_traces, "traces-settings": scenario_traces_settings,
      "spool-removed": scenario_spool_removed, "spool-readonly": scenario_spool_readonly,
      "secrets": scenario_secrets, "stacks": scenario_stacks, "late-topic": scenario_late_topic,
-     "fatal": scenario_fatal}[scenario](agent_bin, wl_bin, mock_bin)
+     "fatal": scenario_fatal, "reload-topic-gone": scenario_reload_topic_gone,
+     "corrupt-live": scenario_corrupt_live, "refused-once": scenario_refused_once}[scenario](agent_bin, wl_bin, mock_bin)
 
 
 if __name__ == "__main__":
