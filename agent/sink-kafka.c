@@ -43,10 +43,9 @@
 #define PUMP_TIMER_USEC	 (250 * 1000ULL) /* safety net beside the queue fd */
 #define BACKOFF_MIN_USEC (1 * USEC_PER_SEC)
 #define BACKOFF_MAX_USEC (60 * USEC_PER_SEC)
-/* A segment that cannot be read (EIO, a directory in its place, no memory
- * for a foreign file's size) is tried this many times, the backoff doubling
- * (about 30 s), before the rest goes on without it: in order, every later
- * window waits for it */
+/* A segment that cannot be read (EIO, no memory for a foreign file's size)
+ * is tried this many times, backing off, before the rest goes on without
+ * it: in order, every later window waits for it */
 #define SEG_READ_TRIES 5
 #define LAT_RING       256
 /*
@@ -150,6 +149,17 @@ static void kseg_free(struct kseg *g)
 	buf_free(&g->raw);
 	free(g->recs);
 	free(g);
+}
+
+/* Records the broker has acknowledged, over every attempt, or that were
+ * given up on and counted already (too large, no topic). */
+static uint64_t acknowledged(const struct kseg *g)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < g->n_recs; i++)
+		n += g->recs[i].done;
+	return n < g->meta.n_records ? n : g->meta.n_records;
 }
 
 /* g->recs for its loaded records; -ENOMEM */
@@ -460,7 +470,8 @@ static void pump(struct sink_kafka *k)
 				/* changed on disk since it was written or checked
 				 * at the start: its records are in the .bad file,
 				 * not delivered, and counted as such */
-				k->base.stats.dropped_records += g->meta.n_records;
+				k->base.stats.dropped_records +=
+				    g->meta.n_records - acknowledged(g);
 				k->spool_bytes -=
 				    g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
 				unlink_seg(k, g);
@@ -483,7 +494,8 @@ static void pump(struct sink_kafka *k)
 				    "Spool segment %s was deleted while the agent ran: its %" PRIu64
 				    " records are lost; delivering the rest",
 				    path, g->meta.n_records);
-				k->base.stats.dropped_records += g->meta.n_records;
+				k->base.stats.dropped_records +=
+				    g->meta.n_records - acknowledged(g);
 				k->spool_bytes -=
 				    g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
 				unlink_seg(k, g);
@@ -504,14 +516,18 @@ static void pump(struct sink_kafka *k)
 				back_off(k);
 				return;
 			}
-			/* left where it is: the next start tries it again */
+			/* counted lost, so set aside (a file: something else
+			 * in its place is not ours), or a later start would
+			 * deliver it too */
 			log_error("Cannot read spool segment %" PRIu64 ": %s: its %" PRIu64
-				  " records are lost; left where it is, delivering the rest",
+				  " records are lost; delivering the rest",
 				  g->meta.seq, r == -EINVAL ? "not a regular file" : strerror(-r),
-				  g->meta.n_records);
-			k->base.stats.dropped_records += g->meta.n_records;
+				  g->meta.n_records - acknowledged(g));
+			k->base.stats.dropped_records += g->meta.n_records - acknowledged(g);
 			k->spool_bytes -=
 			    g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
+			if (r != -EINVAL)
+				spool_set_aside(k->spool, g->meta.seq);
 			unlink_seg(k, g);
 			kseg_free(g);
 			continue;
@@ -680,8 +696,11 @@ static void enforce_bound(struct sink_kafka *k)
 					    "%" PRIu64 " (%" PRIu64 " records)",
 					    k->spool_max >> 20, kind ? "trace" : "feature",
 					    g->meta.seq, g->meta.n_records);
-			k->shed_records[kind] += g->meta.n_records;
-			k->base.stats.shed_records += g->meta.n_records;
+			/* a segment waiting to be produced again: those the
+			 * broker took (or that were counted as dropped) are
+			 * not lost again */
+			k->shed_records[kind] += g->meta.n_records - acknowledged(g);
+			k->base.stats.shed_records += g->meta.n_records - acknowledged(g);
 			k->shed_segments++;
 			seg_unlink(k, g, "shed");
 			k->spool_bytes -= g->file_bytes;
@@ -1002,16 +1021,6 @@ static void kafka_report(struct dc_sink *s, struct dc_json *j)
  * get one more try at the disk, which may have room by now; what still
  * cannot be written is lost with the process, and is said and counted.
  */
-/* Records the broker has acknowledged, over every attempt, or that were
- * given up on and counted already (too large, no topic). */
-static uint64_t acknowledged(const struct kseg *g)
-{
-	uint64_t n = 0;
-
-	for (uint32_t i = 0; i < g->n_recs; i++)
-		n += g->recs[i].done;
-	return n < g->meta.n_records ? n : g->meta.n_records;
-}
 
 /* next: the spool directory the sink that follows uses ("" none: Kafka
  * off), NULL when the agent stops */

@@ -196,9 +196,16 @@ static void delete_keys(struct slotmap *m, const void *keys, __u32 n)
 
 		if (!bpf_map_delete_batch(fd, keys, &count, NULL))
 			return;
-		if (!count && errno != ENOENT) {
-			/* no batch deletes for hash maps before 5.6 */
-			for (__u32 i = 0; i < n; i++)
+		if (errno != ENOENT) {
+			/* no batch deletes for hash maps before 5.6; and a batch
+			 * refused before it began (out of memory for its copy
+			 * of the keys) leaves count as it was, all n, as if they
+			 * had gone: a slot given back under a key still in the
+			 * index would count that key's calls as the next
+			 * owner's. One by one from the key that stopped it (all
+			 * of them if count was not written): a key already gone
+			 * is harmless, one a program made again since is not. */
+			for (__u32 i = count < n ? count : 0; i < n; i++)
 				bpf_map_delete_elem(fd, (const char *)keys + i * m->ksz);
 			return;
 		}
