@@ -97,3 +97,22 @@ const char *tracefs_events_dir(void)
 	return access("/sys/kernel/tracing/events", F_OK) == 0 ? "/sys/kernel/tracing/events"
 							       : "/sys/kernel/debug/tracing/events";
 }
+
+bool sees_kernel_pids(void)
+{
+	static int known = -1;
+	_cleanup_fclose_ FILE *f = NULL;
+	char line[256];
+
+	if (known >= 0)
+		return known;
+	known = 0;
+	f = fopen("/proc/self/status", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "NSpid:", 6)) {
+			/* one pid: the initial namespace; more: nested */
+			known = !strchr(line + 7, '\t') && !strchr(line + 7, ' ');
+			break;
+		}
+	return known;
+}

@@ -23,4 +23,9 @@ int cpu_id_bound(const char *cpulist_path);
  * count), which is what an unreadable mask leaves. */
 int possible_cpu_ids(int ncpus);
 
+/* Are the pids the programs record (the initial namespace's) the ones
+ * kill() and /proc take? Not in a nested pid namespace, where a kernel pid
+ * names another process or none. */
+bool sees_kernel_pids(void);
+
 #endif

@@ -438,11 +438,12 @@ static void proc_ident(struct manager *m, uint32_t tgid, uint64_t cgroup_id, boo
 		*proc = (struct dc_proc_info){.comm = "[kernel]"};
 	else if (probe_syscall_proc(m->sys, tgid, proc) < 0)
 		proc_from_procfs(tgid, proc);
-	else if (!noted) {
+	else if (!noted && sees_kernel_pids()) {
 		/* the record is of an earlier window, and of an earlier process
 		 * if the pid was reused since by one that made no system call
 		 * (faults on a mapping it inherited): /proc tells while the
-		 * process lives. One that has exited keeps the record. */
+		 * process lives, where /proc's pids are the kernel's. One that
+		 * has exited keeps the record. */
 		uint64_t start = proc_start_procfs(tgid);
 
 		if (start && start != proc->start_ns) {

@@ -192,6 +192,17 @@ static void unlink_seg(struct sink_kafka *k, struct kseg *g)
 		*pp = g->next;
 }
 
+/* A segment given up on (damaged, deleted, unreadable): what the broker has
+ * not taken is counted lost, and it leaves the list (its file is the
+ * caller's business) */
+static void seg_lost(struct sink_kafka *k, struct kseg *g)
+{
+	k->base.stats.dropped_records += g->meta.n_records - acknowledged(g);
+	k->spool_bytes -= g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
+	unlink_seg(k, g);
+	kseg_free(g);
+}
+
 static size_t seg_count(const struct sink_kafka *k)
 {
 	size_t n = 0;
@@ -470,12 +481,7 @@ static void pump(struct sink_kafka *k)
 				/* changed on disk since it was written or checked
 				 * at the start: its records are in the .bad file,
 				 * not delivered, and counted as such */
-				k->base.stats.dropped_records +=
-				    g->meta.n_records - acknowledged(g);
-				k->spool_bytes -=
-				    g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
-				unlink_seg(k, g);
-				kseg_free(g);
+				seg_lost(k, g);
 				continue;
 			}
 			if ((r == -ENOENT || r == -ESTALE) && spool_gone(k->spool)) {
@@ -493,18 +499,13 @@ static void pump(struct sink_kafka *k)
 				log_error(
 				    "Spool segment %s was deleted while the agent ran: its %" PRIu64
 				    " records are lost; delivering the rest",
-				    path, g->meta.n_records);
-				k->base.stats.dropped_records +=
-				    g->meta.n_records - acknowledged(g);
-				k->spool_bytes -=
-				    g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
-				unlink_seg(k, g);
-				kseg_free(g);
+				    path, g->meta.n_records - acknowledged(g));
+				seg_lost(k, g);
 				continue;
 			}
 			/* something else in its place (spool_read: -EINVAL)
 			 * stays so: no point waiting for it */
-			if (r == -EINVAL || r == -EISDIR)
+			if (r == -EINVAL)
 				g->read_errors = SEG_READ_TRIES;
 			if (++g->read_errors < SEG_READ_TRIES) {
 				log_error_errno(r,
@@ -523,13 +524,9 @@ static void pump(struct sink_kafka *k)
 				  " records are lost; delivering the rest",
 				  g->meta.seq, r == -EINVAL ? "not a regular file" : strerror(-r),
 				  g->meta.n_records - acknowledged(g));
-			k->base.stats.dropped_records += g->meta.n_records - acknowledged(g);
-			k->spool_bytes -=
-			    g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
 			if (r != -EINVAL)
 				spool_set_aside(k->spool, g->meta.seq);
-			unlink_seg(k, g);
-			kseg_free(g);
+			seg_lost(k, g);
 			continue;
 		}
 		if (seg_recs(g) < 0) {

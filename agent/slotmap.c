@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "fs-util.h"
 #include "slotmap.h"
 
 /* meta[s]: the slot's state in the low two bits, windows idle above them */
@@ -197,8 +198,7 @@ static void delete_keys(struct slotmap *m, const void *keys, __u32 n)
 		if (!bpf_map_delete_batch(fd, keys, &count, NULL))
 			return;
 		if (errno != ENOENT) {
-			/* no batch deletes for hash maps before 5.6; and a batch
-			 * refused before it began (out of memory for its copy
+			/* a batch refused before it began (out of memory for its copy
 			 * of the keys) leaves count as it was, all n, as if they
 			 * had gone: a slot given back under a key still in the
 			 * index would count that key's calls as the next
@@ -222,27 +222,6 @@ static void delete_keys(struct slotmap *m, const void *keys, __u32 n)
 static bool pid_gone(uint32_t tgid)
 {
 	return tgid && kill((pid_t)tgid, 0) && errno == ESRCH;
-}
-
-/* Are the pids the programs record the ones kill() takes? Not in a nested
- * pid namespace, where every kernel pid would look gone. */
-static bool sees_kernel_pids(void)
-{
-	static int known = -1;
-	_cleanup_fclose_ FILE *f = NULL;
-	char line[256];
-
-	if (known >= 0)
-		return known;
-	known = 0;
-	f = fopen("/proc/self/status", "re");
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "NSpid:", 6)) {
-			/* one pid: the initial namespace; more: nested */
-			known = !strchr(line + 7, '\t') && !strchr(line + 7, ' ');
-			break;
-		}
-	return known;
 }
 
 /* Out of the index, in batches (struct give_back), onto the pending list. */

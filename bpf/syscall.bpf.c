@@ -397,8 +397,9 @@ static __always_inline void proc_note(__u32 tgid)
 	__u32 zero = 0;
 
 	BPF_CORE_READ_STR_INTO(&p.comm, t, group_leader, comm);
-	/* a pid reused within the window, under the same name, is another
-	 * process all the same */
+	/* a pid reused within the window under the same name is another
+	 * process all the same, where this sees it (its first call of an op
+	 * on a CPU in the window) */
 	p.start_ns = BPF_CORE_READ(t, group_leader, start_boottime);
 	st = bpf_map_lookup_elem(&agg_state, &zero);
 	if (!st)

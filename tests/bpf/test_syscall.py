@@ -1207,8 +1207,8 @@ def scenario_pid_reuse(agent_bin, wl_bin):
     Process A (the workload's child, comm dc-reuse-a) makes its calls and
     exits. Process B takes A's pid (ns_last_pid) by a fork of this script
     that makes no system call of the I/O kind: it only faults on a file
-    mapping it inherited, then sleeps while windows close. B's windows must
-    carry B's start and name, not those of A's record."""
+    mapping it inherited, then sleeps until a window with its faults is out.
+    B's windows must carry B's start and name, not those of A's record."""
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-reuse-", dir="/var/tmp")
     path = os.path.join(tmp, "mapped")
@@ -1218,9 +1218,25 @@ def scenario_pid_reuse(agent_bin, wl_bin):
     tick = 10 ** 9 // os.sysconf("SC_CLK_TCK")
     a = Agent(agent_bin, "interval = 0.3;\n")
     pid_b = start_b = comm_b = None
+
+    def faults_out(pid, since_us):
+        # B's faults in a record already written (whole lines only: the
+        # agent is writing)
+        with open(a.out, "rb") as f:
+            lines = f.read().split(b"\n")[:-1]
+        for line in lines:
+            r = json.loads(line)
+            pc = r.get("page_cache", {})
+            if (r["type"] == "features" and r["pid"] == pid and r["ts_end"] > since_us
+                    and pc.get("file_faults", 0) + pc.get("fault_arounds", 0)):
+                return True
+        return False
     try:
         fd = os.open(path, os.O_RDONLY)
         m = mmap.mmap(fd, pages * 4096, prot=mmap.PROT_READ)
+        # B waits on this page, shared across the fork: reading memory is
+        # no system call (a pipe's read would be one)
+        go = mmap.mmap(-1, 4096)
         for attempt in range(20):
             p = subprocess.Popen([wl_bin, "--iters", "20", "--dir", tmp, "--comm", "dc-reuse-a",
                                   "--print-start", "1"], stdout=subprocess.PIPE)
@@ -1229,6 +1245,7 @@ def scenario_pid_reuse(agent_bin, wl_bin):
             time.sleep(0.8)
             with open("/proc/sys/kernel/ns_last_pid", "w") as f:
                 f.write(str(pid_a - 1))
+            t_fork = int(time.time() * 1e6)
             child = os.fork()
             if child == 0:
                 # B: no I/O call from here to its end (a pid, a sleep and
@@ -1238,13 +1255,20 @@ def scenario_pid_reuse(agent_bin, wl_bin):
                 s = 0
                 for i in range(0, pages * 4096, 4096):
                     s += m[i]
-                time.sleep(1.5)
+                for _ in range(600):
+                    if go[0]:
+                        break
+                    time.sleep(0.05)
                 os._exit(0 if s else 4)
             if child == pid_a:
                 with open("/proc/%d/stat" % child) as f:
                     start_b = int(f.read().rsplit(")", 1)[1].split()[19]) * tick
                 with open("/proc/%d/comm" % child) as f:
                     comm_b = f.read().strip()
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline and not faults_out(child, t_fork):
+                    time.sleep(0.1)
+            go[0] = 1
             _, status = os.waitpid(child, 0)
             if child == pid_a:
                 c.eq(status, 0, "B took A's pid and faulted on the mapping")
@@ -1256,14 +1280,17 @@ def scenario_pid_reuse(agent_bin, wl_bin):
                 % (attempt + 1))
         c.eq(a.stop(), 0, "agent exits 0")
         recs = [r for r in a.records() if r["type"] == "features" and r["pid"] == pid_a]
-        faults = [r for r in recs if not r["ops"] and (r.get("page_cache", {}).get("file_faults", 0) +
-                                                         r.get("page_cache", {}).get("fault_arounds", 0))]
+        # B's windows: those ending after its fork (A's all ended before:
+        # A exited 0.8 s before it, windows are 0.3 s)
+        faults = [r for r in recs if r["ts_end"] > t_fork and not r["ops"] and (
+            r.get("page_cache", {}).get("file_faults", 0) +
+            r.get("page_cache", {}).get("fault_arounds", 0))]
         c.check(start_b is not None and start_b != start_a, "B started after A (%s, %s)"
                 % (start_a, start_b))
         c.check(len(faults) > 0, "B's faults are in records of the pid, with no system call")
         c.eq({r.get("proc_start_ns") for r in faults}, {start_b}, "B's windows carry B's start")
         c.eq({r["comm"] for r in faults}, {comm_b}, "... and B's name")
-        a_recs = [r for r in recs if r["ops"]]
+        a_recs = [r for r in recs if r["ts_end"] <= t_fork]
         c.check(len(a_recs) > 0, "A's calls are in records of the pid")
         c.eq({r.get("proc_start_ns") for r in a_recs}, {start_a}, "A's windows carry A's start")
         c.eq({r["comm"] for r in a_recs}, {"dc-reuse-a"}, "... and A's name")

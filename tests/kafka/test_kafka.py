@@ -1060,13 +1060,31 @@ def scenario_refused_once(agent_bin, wl_bin, mock_bin):
     spool = os.path.join(tmp, "spool")
     a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2, extra=(
         'properties = ["batch.num.messages=1", "linger.ms=0", "max.in.flight=1"];')))
+    # four writers: every window has more records than the three refused
+    # (a window of three or fewer would have nothing to send twice)
+    writers = [subprocess.Popen([sys.executable, "-c", (
+        "import os, time\n"
+        "fd = os.open(%r, os.O_WRONLY | os.O_CREAT, 0o600)\n"
+        "end = time.monotonic() + 6\n"
+        "while time.monotonic() < end:\n"
+        "    os.pwrite(fd, b'x', 0)\n"
+        "    time.sleep(0.005)\n") % os.path.join(tmp, "w%d" % i)]) for i in range(4)]
     time.sleep(1.5)
     # 29: TOPIC_AUTHORIZATION_FAILED, not retried by librdkafka
     b.cmd("fail-produce 3 29")
     time.sleep(3)
+    for w in writers:
+        w.wait(30)
     c.check(wait_spool_empty(spool, 60), "spool drained")
     c.eq(a.stop(), 0, "agent exits 0")
-    agents, last = one_run_delivered(c, b.bootstrap, 10, "refused once")
+    # not one_run_delivered: a window produced again may arrive after the
+    # next ones (docs/kafka.md), so order is not checked here
+    agents = consume(b.bootstrap, "datacrumbs.agent")
+    runs = windows_by_run(agents)
+    c.eq(len(runs), 1, "one run")
+    w = sorted(set(runs[list(runs)[0]])) if runs else [0]
+    c.eq(sorted(set(range(max(w) + 1)) - set(w)), [], "no window missing in 0..%d" % max(w))
+    c.check(len(w) >= 10, "%d windows arrived" % len(w))
     features = consume(b.bootstrap, "datacrumbs.features")
     errors = sum(m["rec"]["sinks"]["kafka"]["delivery_errors"] for m in agents)
     c.check(errors > 0, "the refusals came back as delivery errors (%d)" % errors)
