@@ -192,6 +192,14 @@ static void unlink_seg(struct sink_kafka *k, struct kseg *g)
 		*pp = g->next;
 }
 
+/* The pump moves past a record at off: next_off and the index of its krec
+ * go together */
+static void seg_past(struct kseg *g, size_t off)
+{
+	g->next_off = off;
+	g->next_idx++;
+}
+
 /* A segment given up on (damaged, deleted, unreadable): what the broker has
  * not taken is counted lost, and it leaves the list (its file is the
  * caller's business) */
@@ -352,9 +360,9 @@ static void settle(struct sink_kafka *k)
 	}
 }
 
-static int produce_one(struct sink_kafka *k, struct kseg *g, struct krec *kr,
-		       const struct dc_seg_rec *rec)
+static int produce_one(struct sink_kafka *k, struct krec *kr, const struct dc_seg_rec *rec)
 {
+	const struct kseg *g = kr->g;
 	rd_kafka_headers_t *h = rd_kafka_headers_new(6);
 	char window[24], schema[8], key[DC_SEG_HOST_MAX + 1 + 64];
 	const char *type = record_type_name((enum dc_rec_type)rec->type);
@@ -537,8 +545,8 @@ static void pump(struct sink_kafka *k)
 		inflight++;
 		off = g->next_off;
 		while ((r = seg_raw_next(g->raw.data, g->raw.len, &off, &rec)) > 0) {
-			struct krec *kr = &g->recs[g->next_idx < g->n_recs ? g->next_idx : 0];
 			rd_kafka_resp_err_t err;
+			struct krec *kr;
 
 			if (g->next_idx >= g->n_recs) {
 				/* more records than counted: not the same
@@ -546,9 +554,9 @@ static void pump(struct sink_kafka *k)
 				r = -EBADMSG;
 				break;
 			}
+			kr = &g->recs[g->next_idx];
 			if (kr->done) {
-				g->next_off = off;
-				g->next_idx++;
+				seg_past(g, off);
 				continue;
 			}
 
@@ -566,11 +574,10 @@ static void pump(struct sink_kafka *k)
 					    rec.window);
 				k->base.stats.dropped_records++;
 				kr->done = true;
-				g->next_off = off;
-				g->next_idx++;
+				seg_past(g, off);
 				continue;
 			}
-			err = produce_one(k, g, kr, &rec);
+			err = produce_one(k, kr, &rec);
 			if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
 				/* librdkafka holds its bound; the rest waits on disk */
 				k->queue_full++;
@@ -580,8 +587,7 @@ static void pump(struct sink_kafka *k)
 			if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
 				/* cannot ever be sent (larger than message.max.bytes) */
 				kr->done = true;
-				g->next_off = off;
-				g->next_idx++;
+				seg_past(g, off);
 				k->too_large++;
 				k->base.stats.dropped_records++;
 				log_error("Record of window %" PRIu64
@@ -597,8 +603,7 @@ static void pump(struct sink_kafka *k)
 				pump_refused(k, &rec, err);
 				return;
 			}
-			g->next_off = off;
-			g->next_idx++;
+			seg_past(g, off);
 			g->outstanding++;
 			k->produced++;
 		}
