@@ -15,6 +15,9 @@
  * unknown topic): the segment is produced again after a backoff, after the
  * segments that were already in flight, so only then can order and
  * duplicates differ; (host, run, window) in the headers identifies both.
+ * A refusal of the records themselves (too large, invalid) is the one
+ * exception to waiting: it is narrowed down, record by record, to those
+ * refused alone (kseg.isolate), which are dropped and counted.
  *
  * Nothing here blocks the event loop: produce is non-blocking, delivery
  * reports are served when librdkafka signals its queue's fd, and only the
@@ -66,6 +69,7 @@ struct kseg;
 struct krec {
 	struct kseg *g;
 	bool done;
+	bool alone; /* produced with nothing else in flight (kseg.isolate) */
 };
 
 struct kseg {
@@ -81,9 +85,16 @@ struct kseg {
 	uint32_t n_recs;
 	uint64_t outstanding; /* produced, no delivery report yet */
 	uint64_t failed;      /* delivery reports with an error, this attempt */
+	uint64_t faulted;     /* of those, refusals of the records (record_fault) */
 	bool lost;	      /* at stop, neither delivered nor written: counted as lost */
 	unsigned read_errors; /* reads that failed in a row (SEG_READ_TRIES) */
 	int last_err;
+	/* a broker refused records of it as too large or invalid: that
+	 * verdict covers a whole request, innocent records batched with the
+	 * one at fault too, so they are produced again one at a time, each
+	 * alone on the wire, and only a record refused alone is dropped (held,
+	 * the refusal came back every backoff, for good) */
+	bool isolate;
 	uint64_t sealed_usec; /* CLOCK_MONOTONIC when sealed; 0 for a previous run's */
 };
 
@@ -112,11 +123,13 @@ struct sink_kafka {
 	uint64_t resume_usec; /* pump paused until then after a failed segment */
 	uint64_t backoff_usec;
 	bool brokers_down;
-	bool spool_failing;	  /* segments only memory holds wait for the spool */
-	bool spool_gone;	  /* its directory removed: the files' losses counted */
-	unsigned spool_recreated; /* spool_recreated() when last looked at */
-	uint64_t spool_err_usec;  /* when a write error was last logged */
-	uint64_t spool_err_quiet; /* write errors since, not logged */
+	bool spool_failing;	   /* segments only memory holds wait for the spool */
+	bool spool_gone;	   /* its directory removed: the files' losses counted */
+	unsigned spool_recreated;  /* spool_recreated() when last looked at */
+	uint64_t spool_err_usec;   /* when a write error was last logged */
+	uint64_t spool_err_quiet;  /* write errors since, not logged */
+	uint64_t refused_log_usec; /* when a record refused alone was last logged */
+	uint64_t refused_quiet;	   /* refused alone since, not logged */
 	/* delivered segments the spool would not delete (read-only): tried
 	 * again once it takes writes, or the next start would send them again */
 	uint64_t *undeleted;
@@ -304,6 +317,45 @@ static int seg_load(struct sink_kafka *k, struct kseg *g)
 	return 0;
 }
 
+/* The broker's verdict on the records themselves (their size, their
+ * form): the same records are refused again, however long one waits. */
+static bool record_fault(rd_kafka_resp_err_t err)
+{
+	return err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+	       err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE ||
+	       err == RD_KAFKA_RESP_ERR_INVALID_RECORD;
+}
+
+/* A record dropped as refused alone: said once a minute at most (a topic
+ * that refuses every window's would say so each window), with how many
+ * since, in refused_records too */
+static void log_refused(struct sink_kafka *k, const rd_kafka_message_t *m)
+{
+	uint64_t now = now_usec();
+	rd_kafka_headers_t *h;
+	const void *v;
+	size_t n;
+	char window[24] = "?", since[64] = "";
+
+	if (k->refused_log_usec && now - k->refused_log_usec < 60 * USEC_PER_SEC) {
+		k->refused_quiet++;
+		return;
+	}
+	if (!rd_kafka_message_headers(m, &h) && !rd_kafka_header_get_last(h, "window", &v, &n) &&
+	    v && n < sizeof(window)) {
+		memcpy(window, v, n);
+		window[n] = 0;
+	}
+	if (k->refused_quiet)
+		snprintf(since, sizeof(since), " (and %" PRIu64 " more since last said)",
+			 k->refused_quiet);
+	log_error("Kafka refused a record of window %s (%zu bytes) for topic %s, alone: %s; "
+		  "dropping it%s",
+		  window, m->len, rd_kafka_topic_name(m->rkt), rd_kafka_err2str(m->err), since);
+	k->refused_log_usec = now;
+	k->refused_quiet = 0;
+}
+
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
 	struct sink_kafka *k = opaque;
@@ -311,9 +363,19 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 	struct kseg *g = kr->g;
 
 	if (m->err || rd_kafka_message_status(m) != RD_KAFKA_MSG_STATUS_PERSISTED) {
-		g->failed++;
-		g->last_err = m->err ? m->err : RD_KAFKA_RESP_ERR__FAIL;
 		k->dr_errors++;
+		if (record_fault(m->err) && kr->alone) {
+			/* refused alone: this record, not its company */
+			kr->done = true;
+			k->too_large++;
+			k->base.stats.dropped_records++;
+			log_refused(k, m);
+		} else {
+			g->isolate |= record_fault(m->err);
+			g->faulted += record_fault(m->err);
+			g->failed++;
+			g->last_err = m->err ? m->err : RD_KAFKA_RESP_ERR__FAIL;
+		}
 	} else {
 		kr->done = true;
 		k->delivered++;
@@ -348,15 +410,30 @@ static void settle(struct sink_kafka *k)
 			seg_done(k, g);
 			continue;
 		}
-		log_error(
-		    "Kafka did not accept %" PRIu64 " records of spool segment %" PRIu64
-		    " (%s): %s; producing it again in %" PRIu64 " s",
-		    g->failed, g->meta.seq, g->meta.kind == DC_SEG_TRACES ? "traces" : "records",
-		    rd_kafka_err2str(g->last_err), (uint64_t)(k->backoff_usec / USEC_PER_SEC));
+		/* a refusal of the records comes back however long one
+		 * waits: only other errors earn a pause */
+		if (g->faulted == g->failed)
+			log_error("Kafka refused %" PRIu64 " records of spool segment %" PRIu64
+				  " (%s) with their request: %s; producing them again one at a "
+				  "time, to drop only those refused alone",
+				  g->failed, g->meta.seq,
+				  g->meta.kind == DC_SEG_TRACES ? "traces" : "records",
+				  rd_kafka_err2str(g->last_err));
+		else
+			log_error("Kafka did not accept %" PRIu64
+				  " records of spool segment %" PRIu64
+				  " (%s): %s; producing it again in %" PRIu64 " s%s",
+				  g->failed, g->meta.seq,
+				  g->meta.kind == DC_SEG_TRACES ? "traces" : "records",
+				  rd_kafka_err2str(g->last_err),
+				  (uint64_t)(k->backoff_usec / USEC_PER_SEC),
+				  g->isolate ? ", one record at a time" : "");
+		if (g->faulted < g->failed)
+			back_off(k);
 		g->failed = 0;
+		g->faulted = 0;
 		g->next_off = 0;
 		g->next_idx = 0;
-		back_off(k);
 	}
 }
 
@@ -441,7 +518,7 @@ static void pump_refused(struct sink_kafka *k, const struct dc_seg_rec *rec,
 		log_error("Kafka: fatal producer error (%s): recreating the producer", fatal);
 		producer_restart(k);
 	} else {
-		log_error("Kafka refused a %s record of window %" PRIu64 " for topic %s: %s; "
+		log_error("Kafka refused a record (%s) of window %" PRIu64 " for topic %s: %s; "
 			  "keeping it and what follows in the spool, producing again in %" PRIu64
 			  " s",
 			  record_type_name((enum dc_rec_type)rec->type), rec->window,
@@ -449,6 +526,15 @@ static void pump_refused(struct sink_kafka *k, const struct dc_seg_rec *rec,
 			  (uint64_t)(k->backoff_usec / USEC_PER_SEC));
 	}
 	back_off(k);
+}
+
+static uint64_t records_in_flight(const struct sink_kafka *k)
+{
+	uint64_t n = 0;
+
+	for (const struct kseg *g = k->head; g; g = g->next)
+		n += g->outstanding;
+	return n;
 }
 
 /* Produce spooled records in order until the producer queue is full or
@@ -478,6 +564,9 @@ static void pump(struct sink_kafka *k)
 
 		next = g->next;
 		if (g->loaded && g->next_off >= g->raw.len) {
+			/* nothing after its last record while that is out */
+			if (g->isolate && g->outstanding)
+				return;
 			inflight += g->outstanding > 0;
 			continue;
 		}
@@ -577,6 +666,12 @@ static void pump(struct sink_kafka *k)
 				seg_past(g, off);
 				continue;
 			}
+			if (g->isolate) {
+				/* alone in its request: nothing else in flight */
+				if (records_in_flight(k))
+					return;
+				kr->alone = true;
+			}
 			err = produce_one(k, kr, &rec);
 			if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
 				/* librdkafka holds its bound; the rest waits on disk */
@@ -606,9 +701,15 @@ static void pump(struct sink_kafka *k)
 			seg_past(g, off);
 			g->outstanding++;
 			k->produced++;
+			if (g->isolate)
+				return;
 		}
 		if (r < 0)
 			g->next_off = g->raw.len;
+		/* its lone record out, the rest done already: nothing after
+		 * it may share that record's request */
+		if (g->isolate && g->outstanding)
+			return;
 		if (!g->outstanding && !g->failed)
 			seg_done(k, g);
 	}

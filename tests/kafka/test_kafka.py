@@ -1098,6 +1098,66 @@ def scenario_refused_once(agent_bin, wl_bin, mock_bin):
     c.done()
 
 
+def scenario_refused_record(agent_bin, wl_bin, mock_bin):
+    """Produce requests refused as too large (MESSAGE_TOO_LARGE, a verdict on
+    the records, not for now): the broker names no record, so the records of
+    a refused request are produced again one at a time, alone on the wire,
+    and only a record refused alone is dropped, counted and logged. Held, a
+    record the broker refuses for good came back every backoff, forever (its
+    batch-mates too, while they shared its request)."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    # one request at a time: the refusals land on the requests in order
+    a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2, extra=(
+        'properties = ["max.in.flight=1"];')))
+    time.sleep(1.5)
+    # 10: MESSAGE_TOO_LARGE; the first lands on a request of several
+    # records (a window's), the later ones on records produced alone
+    refusals = 4
+    b.cmd("fail-produce %d 10" % refusals)
+    time.sleep(3)
+    c.check(wait_spool_empty(spool, 60), "spool drained")
+    c.eq(a.stop(), 0, "agent exits 0")
+    agents = consume(b.bootstrap, "datacrumbs.agent")
+    features = consume(b.bootstrap, "datacrumbs.features")
+    with open(a.stderr_path) as f:
+        log = f.read()
+    last = max((m["rec"] for m in agents), key=lambda r: r["window"]) if agents else None
+    dropped = last["sinks"]["kafka"]["refused_records"] if last else -1
+    c.check(1 <= dropped < refusals,
+            "records refused alone dropped: %d, of %d refusals" % (dropped, refusals))
+    # (a window whose agent record was the one dropped cannot say so)
+    losses = sum(m["rec"]["losses"]["sink_dropped_records"] for m in agents)
+    gaps = len(set(range(last["window"] + 1)) - {m["rec"]["window"] for m in agents}) if last else 0
+    c.check(losses == dropped or (gaps and losses < dropped),
+            "the windows' losses count them: %d (%d agent records dropped)" % (losses, gaps))
+    # said once a minute at most: a topic refusing every window's record
+    # would say so every window
+    c.eq(log.count("; dropping it"), 1 if dropped > 0 else 0, "the log says so once")
+    # a request refused in company: its records came back as errors, and
+    # were delivered, alone, later
+    errors = max(m["rec"]["sinks"]["kafka"]["delivery_errors"] for m in agents) if agents else 0
+    c.check(errors > dropped,
+            "records refused with their request's company, then delivered: %d of %d "
+            "delivery errors" % (errors - dropped, errors))
+    runs = windows_by_run(agents)
+    c.eq(len(runs), 1, "one run")
+    w = sorted(set(runs[list(runs)[0]])) if runs else [0]
+    missing = sorted(set(range(max(w) + 1)) - set(w))
+    c.check(len(missing) <= dropped and len(w) >= 10,
+            "%d windows arrived, missing only what was dropped: %s" % (len(w), missing))
+    seen, dups = set(), 0
+    for m in agents + features:
+        key = rec_key(m["rec"])
+        dups += key in seen
+        seen.add(key)
+    c.eq(dups, 0, "no record delivered twice")
+    b.close()
+    c.done()
+
+
 def scenario_fatal(agent_bin, wl_bin, mock_bin):
     """A fatal error of the idempotent producer (the broker refuses it a producer
     id: CLUSTER_AUTHORIZATION_FAILED): the producer is recreated and every window
@@ -1134,7 +1194,8 @@ def main():
      "spool-removed": scenario_spool_removed, "spool-readonly": scenario_spool_readonly,
      "secrets": scenario_secrets, "stacks": scenario_stacks, "late-topic": scenario_late_topic,
      "fatal": scenario_fatal, "reload-topic-gone": scenario_reload_topic_gone,
-     "corrupt-live": scenario_corrupt_live, "refused-once": scenario_refused_once}[scenario](agent_bin, wl_bin, mock_bin)
+     "corrupt-live": scenario_corrupt_live, "refused-once": scenario_refused_once,
+     "refused-record": scenario_refused_record}[scenario](agent_bin, wl_bin, mock_bin)
 
 
 if __name__ == "__main__":
