@@ -4,6 +4,8 @@
  * makes no read or write call.
  *   mmapload none            (the process alone: its own faults)
  *   mmapload read FILE       (maps FILE, reads one byte of every page)
+ *   mmapload random FILE     (the same, advised MADV_RANDOM: no readahead,
+ *                             so each page not cached is a fault of its own)
  *   mmapload write FILE N    (creates FILE of N bytes, maps it shared,
  *                             writes one byte of every page, msync)
  * Then prints its pid. The mapping is advised MADV_NOHUGEPAGE: a large
@@ -31,6 +33,7 @@ int main(int argc, char **argv)
 	long page = sysconf(_SC_PAGESIZE);
 	volatile unsigned char sum = 0;
 	bool wr = argc == 4 && !strcmp(argv[1], "write");
+	bool rnd = argc == 3 && !strcmp(argv[1], "random");
 	unsigned char *m;
 	struct stat st;
 	size_t len;
@@ -40,8 +43,9 @@ int main(int argc, char **argv)
 		printf("%d\n", getpid());
 		return 0;
 	}
-	if (!wr && !(argc == 3 && !strcmp(argv[1], "read"))) {
-		fprintf(stderr, "usage: mmapload none | read FILE | write FILE BYTES\n");
+	if (!wr && !rnd && !(argc == 3 && !strcmp(argv[1], "read"))) {
+		fprintf(stderr,
+			"usage: mmapload none | read FILE | random FILE | write FILE BYTES\n");
 		return 2;
 	}
 	fd = open(argv[2], wr ? O_RDWR | O_CREAT | O_TRUNC : O_RDONLY, 0644);
@@ -61,6 +65,8 @@ int main(int argc, char **argv)
 		return fail("mmap");
 	/* EINVAL: a kernel without transparent huge pages maps none anyway */
 	if (madvise(m, len, MADV_NOHUGEPAGE) && errno != EINVAL)
+		return fail("madvise");
+	if (rnd && madvise(m, len, MADV_RANDOM))
 		return fail("madvise");
 	for (size_t off = 0; off < len; off += (size_t)page) {
 		if (wr)

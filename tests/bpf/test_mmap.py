@@ -76,7 +76,10 @@ def main():
     try:
         pids = {"none": run(load, "none"), "cached": run(load, "read", src)}
         c.eq(evict(src), 0, "the file is evicted before the evicted read (bytes resident)")
-        pids["evicted"] = run(load, "read", src)
+        # without readahead (MADV_RANDOM): each page is a fault of its own,
+        # hundreds of times the baseline's own faults, which vary by a few
+        # (a first touch alone, with readahead, was lost in them)
+        pids["evicted"] = run(load, "random", src)
         pids["write"] = run(load, "write", dst, str(WSIZE))
     finally:
         rc = a.stop()
@@ -133,9 +136,9 @@ def main():
         c.check(more("cached", "file_faults") <= pages // 64,
                 "cached read: few faults reach the file system (%d)"
                 % more("cached", "file_faults"))
-    c.check(more("evicted", "file_faults") >= 1,
-            "evicted read: its first touch reaches the file system (%d faults)"
-            % more("evicted", "file_faults"))
+    c.check(more("evicted", "file_faults") >= pages - 16,
+            "evicted read without readahead: each page's touch reaches the file system "
+            "(%d faults for %d pages)" % (more("evicted", "file_faults"), pages))
     # pages are lower bounds, not compared with the baseline: its own run
     # may add or dirty a page or two (a library page, metadata), or none
     c.check(pc["evicted"].get("added_pages", 0) >= pages,
