@@ -130,6 +130,7 @@ struct sink_kafka {
 	uint64_t spool_err_quiet;  /* write errors since, not logged */
 	uint64_t refused_log_usec; /* when a record refused alone was last logged */
 	uint64_t refused_quiet;	   /* refused alone since, not logged */
+	uint64_t company_log_usec; /* when a batch so refused was last logged */
 	/* delivered segments the spool would not delete (read-only): tried
 	 * again once it takes writes, or the next start would send them again */
 	uint64_t *undeleted;
@@ -397,6 +398,31 @@ static void back_off(struct sink_kafka *k)
 	    k->backoff_usec * 2 > BACKOFF_MAX_USEC ? BACKOFF_MAX_USEC : k->backoff_usec * 2;
 }
 
+/* A segment's failed attempt, in the log. Refusals of the records alone
+ * are said once a minute: a topic refusing a record of every window would
+ * say so every window. */
+static void settle_say(struct sink_kafka *k, const struct kseg *g)
+{
+	const char *kind = g->meta.kind == DC_SEG_TRACES ? "traces" : "records";
+	uint64_t now = now_usec();
+
+	if (g->faulted < g->failed) {
+		log_error("Kafka did not accept %" PRIu64 " records of spool segment %" PRIu64
+			  " (%s): %s; producing it again in %" PRIu64 " s%s",
+			  g->failed, g->meta.seq, kind, rd_kafka_err2str(g->last_err),
+			  (uint64_t)(k->backoff_usec / USEC_PER_SEC),
+			  g->isolate ? ", one record at a time" : "");
+		return;
+	}
+	if (k->company_log_usec && now - k->company_log_usec < 60 * USEC_PER_SEC)
+		return;
+	k->company_log_usec = now;
+	log_error("Kafka refused %" PRIu64 " records of spool segment %" PRIu64
+		  " (%s) with their batch: %s; producing them again one at a time, to drop "
+		  "only those refused alone (said once a minute at most)",
+		  g->failed, g->meta.seq, kind, rd_kafka_err2str(g->last_err));
+}
+
 /* After delivery reports: retire finished segments, schedule failed ones. */
 static void settle(struct sink_kafka *k)
 {
@@ -410,24 +436,9 @@ static void settle(struct sink_kafka *k)
 			seg_done(k, g);
 			continue;
 		}
+		settle_say(k, g);
 		/* a refusal of the records comes back however long one
 		 * waits: only other errors earn a pause */
-		if (g->faulted == g->failed)
-			log_error("Kafka refused %" PRIu64 " records of spool segment %" PRIu64
-				  " (%s) with their request: %s; producing them again one at a "
-				  "time, to drop only those refused alone",
-				  g->failed, g->meta.seq,
-				  g->meta.kind == DC_SEG_TRACES ? "traces" : "records",
-				  rd_kafka_err2str(g->last_err));
-		else
-			log_error("Kafka did not accept %" PRIu64
-				  " records of spool segment %" PRIu64
-				  " (%s): %s; producing it again in %" PRIu64 " s%s",
-				  g->failed, g->meta.seq,
-				  g->meta.kind == DC_SEG_TRACES ? "traces" : "records",
-				  rd_kafka_err2str(g->last_err),
-				  (uint64_t)(k->backoff_usec / USEC_PER_SEC),
-				  g->isolate ? ", one record at a time" : "");
 		if (g->faulted < g->failed)
 			back_off(k);
 		g->failed = 0;
@@ -1225,6 +1236,10 @@ void sink_kafka_stop(struct dc_sink *s, uint64_t max_flush_ms, const char *next_
 		rd_kafka_poll(k->rk, 0);
 		settle(k);
 	}
+	if (k->refused_quiet)
+		log_error("Kafka refused %" PRIu64 " more records alone since last said: dropped "
+			  "(refused_records)",
+			  k->refused_quiet);
 	if (k->spool)
 		spool_held(k, next_spool);
 }
