@@ -702,12 +702,16 @@ def scenario_block(agent_bin, wl_bin, mechanism="auto", small=False):
     # Kernel-side gaps, counted by the agent, are the only shortfall allowed:
     # a program the kernel skipped (recursion), a completion it never
     # reported (seen on loop devices, about 1 in 12,000 requests: bpftrace
-    # sees the same gap), or a request still in flight at stop.
+    # sees the same gap), or a request still in flight at stop. With a
+    # call split in parts, the gap takes all of one call's at once: 3 runs
+    # of 160 lost exactly 4 (never 1 to 3), none of them completed in part
+    # or requeued between its two issues (counters put on those paths for
+    # the experiment, 6.18). One such call is allowed.
     unseen = drops["completion_unseen"] + drops["recursion_misses"] + drops["inflight_at_stop"]
     counted = sum(tot.get(op, [0])[0] for op in ("write", "read"))
     # the counters are node-wide (other devices may add to them), so the
     # shortfall must be covered by them, not equal to them
-    c.check(counted <= 2 * n <= counted + unseen and counted >= 2 * n - 3,
+    c.check(counted <= 2 * n <= counted + unseen and counted >= 2 * n - max(3, parts),
             "requests counted %d, kernel-side gaps counted %d, issued %d"
             % (counted, unseen, 2 * n))
     if parts > 1:
