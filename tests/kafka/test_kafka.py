@@ -381,6 +381,16 @@ def rec_key(r):
             r.get("dev"), r.get("ino"), r.get("igen"), r.get("fhash"))
 
 
+def twice(msgs):
+    """How many of the consumed messages repeat an earlier one's record."""
+    seen, dups = set(), 0
+    for m in msgs:
+        key = rec_key(m["rec"])
+        dups += key in seen
+        seen.add(key)
+    return dups
+
+
 # librdkafka's reconnect backoff grows to 10 s: a broker back is seen in
 # half a second with this bound
 QUICK_RECONNECT = 'properties = ["reconnect.backoff.max.ms=500"];'
@@ -1088,12 +1098,7 @@ def scenario_refused_once(agent_bin, wl_bin, mock_bin):
     features = consume(b.bootstrap, "datacrumbs.features")
     errors = sum(m["rec"]["sinks"]["kafka"]["delivery_errors"] for m in agents)
     c.check(errors > 0, "the refusals came back as delivery errors (%d)" % errors)
-    seen, dups = set(), 0
-    for m in agents + features:
-        k = rec_key(m["rec"])
-        dups += k in seen
-        seen.add(k)
-    c.eq(dups, 0, "no record delivered twice")
+    c.eq(twice(agents + features), 0, "no record delivered twice")
     b.close()
     c.done()
 
@@ -1156,12 +1161,7 @@ def scenario_refused_record(agent_bin, wl_bin, mock_bin):
     missing = sorted(set(range(max(w) + 1)) - set(w))
     c.check(len(missing) <= dropped and len(w) >= 10,
             "%d windows arrived, missing only what was dropped: %s" % (len(w), missing))
-    seen, dups = set(), 0
-    for m in agents + features:
-        key = rec_key(m["rec"])
-        dups += key in seen
-        seen.add(key)
-    c.eq(dups, 0, "no record delivered twice")
+    c.eq(twice(agents + features), 0, "no record delivered twice")
     b.close()
     c.done()
 
