@@ -90,8 +90,8 @@ struct kseg {
 	unsigned read_errors; /* reads that failed in a row (SEG_READ_TRIES) */
 	int last_err;
 	/* a broker refused records of it as too large or invalid: that
-	 * verdict covers a whole request, innocent records batched with the
-	 * one at fault too, so they are produced again one at a time, each
+	 * verdict covers a whole batch, innocent records sent with the one
+	 * at fault too, so they are produced again one at a time, each
 	 * alone on the wire, and only a record refused alone is dropped (held,
 	 * the refusal came back every backoff, for good) */
 	bool isolate;
