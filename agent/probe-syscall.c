@@ -127,7 +127,7 @@ static uint32_t agg_owner(const void *key)
 static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, enum mech m,
 			 enum stash stash, bool direct)
 {
-	struct bpf_program *enter[MECH_MAX], *exit_[MECH_MAX], *sw[MECH_MAX];
+	struct bpf_program *enter[MECH_MAX], *exit_[MECH_MAX], *pexit[MECH_MAX], *sw[MECH_MAX];
 	bool task_storage = stash != STASH_HASH;
 	struct syscall_bpf *skel;
 	int r;
@@ -157,9 +157,14 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	exit_[MECH_RAW_TP] = skel->progs.dc_exit_raw;
 	enter[MECH_TRACEPOINT] = skel->progs.dc_enter_tp;
 	exit_[MECH_TRACEPOINT] = skel->progs.dc_exit_tp;
+	/* the process record renewed at a process's exit (on_proc_exit) */
+	pexit[MECH_TP_BTF] = skel->progs.dc_pexit_btf;
+	pexit[MECH_RAW_TP] = skel->progs.dc_pexit_raw;
+	pexit[MECH_TRACEPOINT] = skel->progs.dc_pexit_tp;
 	for (int i = 0; i < MECH_MAX; i++) {
 		bpf_program__set_autoload(enter[i], i == (int)m);
 		bpf_program__set_autoload(exit_[i], i == (int)m);
+		bpf_program__set_autoload(pexit[i], i == (int)m);
 	}
 
 	/* the stash the programs do not use is never created (libbpf poisons

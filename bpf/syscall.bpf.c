@@ -725,6 +725,59 @@ static __always_inline void on_switch(void *ctx, bool preempt)
 	stacks_switch(ctx, st);
 }
 
+/*
+ * A process's last thread exits: its record must name it. A process that
+ * made no system call (a fork that only faults on a mapping it inherited)
+ * leaves the record of its pid to the process before it, which the agent
+ * corrects from /proc while it lives; gone before its last window closes,
+ * its faults there were the earlier process's. Only where a record of the
+ * pid exists: a process never seen leaves none to mislead.
+ */
+static __always_inline void on_proc_exit(void)
+{
+	struct task_struct *t = (void *)bpf_get_current_task();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct dc_proc *old;
+	char comm[DC_COMM_LEN];
+
+	if (BPF_CORE_READ(t, signal, live.counter))
+		return;
+	old = bpf_map_lookup_elem(&procs, &tgid);
+	if (!old)
+		return;
+	BPF_CORE_READ_STR_INTO(&comm, t, group_leader, comm);
+	/* its own record: kept, with the executable's name its mm no
+	 * longer gives (gone before this tracepoint) */
+	if (old->start_ns == BPF_CORE_READ(t, group_leader, start_boottime) &&
+	    comm_eq(old->comm, comm))
+		return;
+	proc_note(tgid);
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(dc_pexit_btf)
+{
+	dc_run();
+	on_proc_exit();
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(dc_pexit_raw)
+{
+	dc_run();
+	on_proc_exit();
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exit")
+int dc_pexit_tp(void *ctx)
+{
+	dc_run();
+	on_proc_exit();
+	return 0;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(dc_switch_btf, bool preempt)
 {

@@ -74,6 +74,13 @@ struct cred {
 	kuid_t uid;
 };
 
+typedef struct {
+	int counter;
+} atomic_t;
+struct signal_struct {
+	atomic_t live; /* threads not yet exited: 0 in the last one's do_exit() */
+};
+
 #if defined(__TARGET_ARCH_x86)
 struct thread_info {
 	u32 status; /* TS_COMPAT: the system call in progress is a 32-bit one */
@@ -96,6 +103,7 @@ struct task_struct {
 	char comm[16];
 	struct files_struct *files;
 	struct css_set *cgroups;
+	struct signal_struct *signal;
 };
 
 /* block layer */
