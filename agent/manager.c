@@ -135,6 +135,9 @@ struct manager {
 	char libs_err[1024];	   /* why the libraries last failed to start */
 	bool vfs_bad_config;	   /* its start failed on probes.vfs, not on the kernel */
 	char budget_note[160];	   /* the last change of level, for STATUS= */
+	/* a reload replacing the budget closes the window: the old budget
+	 * judges it no more (a step it took would be undone at once) */
+	bool budget_replaced;
 	struct dc_sink_stats sinks_prev[2];
 	/* what stopped sinks counted since the last window's losses: the
 	 * next window's (a reload's sinks start from zero) */
@@ -443,7 +446,7 @@ static void proc_ident(struct manager *m, uint32_t tgid, uint64_t cgroup_id, boo
 		 * if the pid was reused since by one that made no system call
 		 * (faults on a mapping it inherited): /proc tells while the
 		 * process lives, where /proc's pids are the kernel's. One that
-		 * has exited keeps the record. */
+		 * has exited renewed the record at its exit (on_proc_exit). */
 		uint64_t start = proc_start_procfs(tgid);
 
 		if (start && start != proc->start_ns) {
@@ -1292,7 +1295,7 @@ static int manager_close_window(struct manager *m)
 	}
 	/* judged now, so the record says what this window weighed; applied
 	 * after it is published, so each window ran at one level throughout */
-	next_level = m->stopping
+	next_level = m->stopping || m->budget_replaced
 			 ? m->budget_level
 			 : budget_feed(m, w.end_mono_ns - w.start_mono_ns,
 				       st.bpf_run_ns + (st.cpu_user_us + st.cpu_sys_us) * 1000);
@@ -1507,6 +1510,7 @@ static void reload_refused(struct manager *m, const char *why)
  * already; the reload's own switch CPU counts from after it, not twice. */
 static void reload_close_window(struct manager *m, struct dc_selfstat *before)
 {
+	log_debug("Reload: publishing the window so far");
 	manager_close_window(m);
 	selfstat_read(before);
 }
@@ -1579,6 +1583,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 	}
 	level = log_parse_level(nc.log_level);
 	log_set_max_level(level < 0 ? LOG_INFO : level);
+	m->budget_replaced = ch & CH_BUDGET;
 	if ((ch & CH_BUDGET) && m->budget_level != DC_BUDGET_FULL && !(ch & (FAM_ALL | CH_SINKS)))
 		/* a new budget starts from full detail: the window so far goes
 		 * out at the level it ran at, not said to be full (nor judged
@@ -1742,6 +1747,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 					      .recover_below = m->cfg.budget_recover_below};
 
 		budget_init(m->budget, &bp);
+		m->budget_replaced = false;
 		m->budget_note[0] = 0;
 		budget_apply(m, DC_BUDGET_FULL);
 	} else if (m->budget_level && (ch & (FAM_ALL | CH_TRACE_POLICY)))
@@ -1772,6 +1778,8 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		log_info("Reloaded the configuration: %s", list);
 	}
 done:
+	/* a rollback keeps the old budget, which judges the windows again */
+	m->budget_replaced = false;
 	/* every SIGHUP opens the output file again, reopened sinks or not:
 	 * logrotate's postrotate (packaging/datacrumbs.logrotate) moves it */
 	for (size_t i = 0; i < m->n_sinks; i++) {

@@ -37,22 +37,12 @@ struct layer_win {
 	bool estimated; /* run_ns from earlier samples' time per run */
 };
 
-/* A sample with fewer of a layer's runs prices them at the mean below */
-#define SELFCOST_MIN_SAMPLED_RUNS 100
-
-/* A layer's time per run in the samples so far, each sample's time and
- * runs halved at the next one that timed any: for the windows whose sample
- * saw none (or few) of the layer's runs. A layer that runs in bursts (block
- * I/O at a job's checkpoints, a library called at its start) would
- * otherwise be costed only in the windows where a burst met the sample,
- * and the budget would not see it. Weighted by runs, so a sample of three
- * runs moves it little. Of one load of the layer's programs (the id of its
- * run counter) and one budget level (selfcost_forget()): either changes
- * what a run costs. */
+/* A layer's estimate (struct selfcost_est), of one load of its programs
+ * (the id of their run counter) */
 struct layer_est {
 	char name[NAME_MAX_LEN];
 	uint32_t runs_map;
-	double ns, runs;
+	struct selfcost_est m;
 };
 
 struct map_win {
@@ -222,7 +212,8 @@ static const struct prog_prev *prev_find(const struct selfcost *s, uint64_t id)
 
 void selfcost_forget(struct selfcost *s)
 {
-	s->n_est = 0;
+	for (size_t i = 0; i < s->n_est; i++)
+		s->est[i].m.stale = true;
 }
 
 /* Runs the object's programs counted themselves since the last read, or
@@ -275,18 +266,50 @@ static struct layer_est *est_of(struct selfcost *s, const char *layer, uint32_t 
 	if (!e) {
 		e = &s->est[s->n_est++];
 		snprintf(e->name, NAME_MAX_LEN, "%s", layer);
+		e->m = (struct selfcost_est){};
 	} else if (e->runs_map == runs_map)
 		return e;
-	/* new, or its programs loaded again: nothing of theirs timed yet */
+	/* new: nothing timed yet; its programs loaded again: the mean of
+	 * their last load, until a full sample of these */
 	e->runs_map = runs_map;
-	e->ns = e->runs = 0;
+	e->m.stale = true;
 	return e;
 }
 
 /* runs at the mean time per run */
-static uint64_t est_price(const struct layer_est *e, uint64_t runs)
+static uint64_t est_price(const struct selfcost_est *e, uint64_t runs)
 {
 	return (uint64_t)llround((double)runs * e->ns / e->runs);
+}
+
+uint64_t selfcost_est_price(struct selfcost_est *e, uint64_t sampled, uint64_t sampled_ns,
+			    uint64_t runs, uint64_t run_ns, bool *estimated)
+{
+	*estimated = false;
+	if (sampled && sampled_ns) {
+		if (e->stale && sampled >= SELFCOST_MIN_SAMPLED_RUNS) {
+			/* what a run costs now */
+			e->ns = e->runs = 0;
+			e->stale = false;
+		}
+		e->ns = e->ns / 2 + (double)sampled_ns;
+		e->runs = e->runs / 2 + (double)sampled;
+		/* a handful of runs at a burst's edge (cold caches, new keys),
+		 * scaled up to the window's thousands, would be one window's
+		 * cost several times over: enough to spend a period's budget
+		 * alone. Those weigh in the mean with the earlier samples. */
+		if (sampled < SELFCOST_MIN_SAMPLED_RUNS && runs > sampled &&
+		    e->runs > (double)sampled && run_ns) {
+			*estimated = true;
+			return est_price(e, runs);
+		}
+		return run_ns;
+	}
+	if (runs && !run_ns && e->runs > 0) {
+		run_ns = est_price(e, runs);
+		*estimated = run_ns > 0;
+	}
+	return run_ns;
 }
 
 static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_object *obj)
@@ -343,8 +366,8 @@ static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_o
 	 * while another tool had the statistics on. A layer whose programs
 	 * ran fewer than SELFCOST_MIN_SAMPLED_RUNS times in the sample, or
 	 * not at all, takes its time per run from the mean of its samples
-	 * (struct layer_est), said in the record; none yet, its runs have no
-	 * run time.
+	 * (struct selfcost_est), said in the record; none yet, its runs have
+	 * no run time.
 	 */
 	if (counted >= 0) {
 		f = sampled ? (double)counted / (double)sampled : 0;
@@ -360,24 +383,14 @@ static void read_programs(struct selfcost *s, struct layer_win *lw, struct bpf_o
 	 * (fd, sysctl) runs without run time are a reading's race, not a
 	 * sample that missed them */
 	est = s->sampling && counted >= 0 ? est_of(s, lw->name, runs_map) : NULL;
-	if (est && sampled && sampled_ns) {
-		est->ns = est->ns / 2 + (double)sampled_ns;
-		est->runs = est->runs / 2 + (double)sampled;
-		/* a handful of runs at a burst's edge (cold caches, new keys),
-		 * scaled up to the window's thousands, would be one window's
-		 * cost several times over: enough to spend a period's budget
-		 * alone. Those weigh in the mean with the earlier samples. */
-		if (sampled < SELFCOST_MIN_SAMPLED_RUNS && lw->runs > sampled &&
-		    est->runs > (double)sampled && lw->run_ns) {
-			uint64_t mean = est_price(est, lw->runs);
+	if (est) {
+		uint64_t priced = selfcost_est_price(&est->m, sampled, sampled_ns, lw->runs,
+						     lw->run_ns, &lw->estimated);
 
-			k = (double)mean / (double)lw->run_ns;
-			lw->run_ns = mean;
-			lw->estimated = true;
-		}
-	} else if (est && lw->runs && !lw->run_ns && est->runs > 0) {
-		lw->run_ns = est_price(est, lw->runs);
-		lw->estimated = lw->run_ns > 0;
+		/* the programs' shares of the sample, at the price */
+		if (lw->run_ns && priced != lw->run_ns)
+			k = (double)priced / (double)lw->run_ns;
+		lw->run_ns = priced;
 	}
 	for (size_t i = first; i < s->n_progs; i++) {
 		s->progs[i].runs = (uint64_t)llround((double)s->progs[i].runs * f);

@@ -39,10 +39,39 @@ struct selfcost *selfcost_free(struct selfcost *s);
  * (self.* reloaded) counts the programs from then, not from their load. */
 void selfcost_adopt(struct selfcost *s, struct selfcost *old);
 
-/* The layers' time per run of earlier samples, which stands in for a
- * sample that saw none (or few) of a layer's runs, is of the programs as
- * they ran: forgotten when the budget switches detail or a reload changes
- * the trace policy (trace sampling changes what a run costs). */
+/*
+ * A layer's time per run in the samples so far, each sample's time and
+ * runs halved at the next one that timed any: for the windows whose sample
+ * saw none (or few) of the layer's runs. A layer that runs in bursts (block
+ * I/O at a job's checkpoints, a library called at its start) would
+ * otherwise be costed only in the windows where a burst met the sample,
+ * and the budget would not see it. Weighted by runs, so a sample of three
+ * runs moves it little.
+ *
+ * Stale: what a run costs may have changed (the programs loaded again, the
+ * budget's level, the trace policy). The mean still prices the windows
+ * until a sample of at least SELFCOST_MIN_SAMPLED_RUNS replaces it; before,
+ * the mean started again, and the first sample after a change, often a
+ * burst's cold edge, was the price of the whole window's runs.
+ */
+struct selfcost_est {
+	double ns, runs;
+	bool stale;
+};
+
+/* A sample with fewer of a layer's runs prices them at the mean */
+#define SELFCOST_MIN_SAMPLED_RUNS 100
+
+/* A layer's run time in a window: sampled runs took sampled_ns (folded into
+ * e), the layer ran runs times, run_ns is the sample scaled to them (0 for
+ * none). Returns run_ns, or the mean's price (*estimated) where the sample
+ * saw no runs or fewer than SELFCOST_MIN_SAMPLED_RUNS. Pure. */
+uint64_t selfcost_est_price(struct selfcost_est *e, uint64_t sampled, uint64_t sampled_ns,
+			    uint64_t runs, uint64_t run_ns, bool *estimated);
+
+/* The layers' means are of the programs as they ran: stale when the
+ * budget switches detail or a reload changes the trace policy (trace
+ * sampling changes what a run costs). */
 void selfcost_forget(struct selfcost *s);
 
 /* Read the counters of every program of the layers, the kernel's and the

@@ -13,6 +13,8 @@
             in the agent records; idle, it comes back in reverse order.
   budget-reload: a reload of the budget alone, at a reduced level: the
             window in progress goes out at that level.
+  budget-reload-close: the replaced budget takes no step at the close
+            of the window a reload publishes.
   budget-retry: a family that cannot come back when detail is restored is
             said to be missing and tried again until it does.
   libs-gone: a reload that cannot attach the libraries, neither the new
@@ -593,6 +595,46 @@ def scenario_budget_reload(agent_bin, load_bin):
     c.done()
 
 
+def scenario_reload_close(agent_bin, load_bin):
+    """A budget so small that every window spends its allowance: each close
+    gives up one more step. A reload that replaces it, caught with steps
+    left, publishes the window so far; the old budget must not judge that
+    close, or its step was logged and applied (probes detached), then undone
+    at once by the new budget's full detail."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-budget-rc-")
+    data = os.path.join(tmp, "data")
+    conf = 'log_level = "debug";\n' + budget_conf(
+        tmp, load_bin, '  stacks = { enable = true; one_in_n = 4; slow_ms = 0.0; };\n')
+    a = Agent(agent_bin, conf.replace("cpu = 0.1;", "cpu = 0.00001;"))
+    writers = [subprocess.Popen([load_bin, data + str(i), "100000000"], stdout=subprocess.DEVNULL)
+               for i in range(2)]
+    try:
+        # the first record at a reduced level: the next step is in force
+        # and the one after it due at the next close
+        seen = poll(lambda: max([r["budget"]["level"] for r in agent_records(a.out)
+                                 if r["budget"]] or [0]), 30, 0.02)
+        with open(a.conf, "w") as f:
+            f.write(conf.replace("cpu = 0.1;", "cpu = 0.05;"))
+        a.proc.send_signal(signal.SIGHUP)
+        a.wait_for("READY=1", 60)
+        time.sleep(0.3)
+    finally:
+        for w in writers:
+            w.kill()
+            w.wait()
+    c.eq(a.stop(), 0, "agent exits 0")
+    log = a.log()
+    shutil.rmtree(tmp, ignore_errors=True)
+    c.check(1 <= seen < LV["stacks_off"],
+            "the reload came with steps left (the last record's level %d)" % seen)
+    start = log.find("Reload: publishing the window so far")
+    closing = log[start:log.find("Reloaded the configuration", max(start, 0))]
+    c.check(start >= 0 and "giving up detail" not in closing,
+            "the replaced budget takes no step at the reload's close")
+    c.done()
+
+
 def poll(what, timeout, step=0.25):
     """what() until it is true, or the deadline: its last value."""
     deadline = time.monotonic() + timeout
@@ -735,6 +777,7 @@ def main():
     require_root()
     {"selfcost": scenario_selfcost, "selfcost-bursts": scenario_bursts,
      "budget": scenario_budget, "budget-reload": scenario_budget_reload,
+     "budget-reload-close": scenario_reload_close,
      "budget-retry": scenario_retry, "libs-gone": scenario_libs_gone}[name](agent_bin, load_bin)
 
 
