@@ -1299,6 +1299,9 @@ static int manager_close_window(struct manager *m)
 			 ? m->budget_level
 			 : budget_feed(m, w.end_mono_ns - w.start_mono_ns,
 				       st.bpf_run_ns + (st.cpu_user_us + st.cpu_sys_us) * 1000);
+	/* published in this window's record: the new budget owes it nothing */
+	if (m->budget_replaced)
+		m->budget_switch_ns = 0;
 	window_losses(m, &st);
 	st.self = report_self;
 	st.self_opaque = m;

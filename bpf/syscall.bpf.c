@@ -737,17 +737,24 @@ static __always_inline void on_proc_exit(void)
 {
 	struct task_struct *t = (void *)bpf_get_current_task();
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct dc_slot_state *st;
 	struct dc_proc *old;
-	char comm[DC_COMM_LEN];
+	/* compared whole: the string read stops at its NUL */
+	char comm[DC_COMM_LEN] = {};
+	__u32 zero = 0;
 
 	if (BPF_CORE_READ(t, signal, live.counter))
 		return;
 	old = bpf_map_lookup_elem(&procs, &tgid);
-	if (!old)
+	st = bpf_map_lookup_elem(&agg_state, &zero);
+	/* noted in this window: by this process's own calls, or by the
+	 * earlier one's whose calls this window's records still hold (a pid
+	 * reused within a window is the documented merge) */
+	if (!old || !st || old->seq == *(volatile __u32 *)&st->seq)
 		return;
 	BPF_CORE_READ_STR_INTO(&comm, t, group_leader, comm);
-	/* its own record: kept, with the executable's name its mm no
-	 * longer gives (gone before this tracepoint) */
+	/* its own record: kept, with the executable's name (before 6.16 its
+	 * mm is gone at this tracepoint) */
 	if (old->start_ns == BPF_CORE_READ(t, group_leader, start_boottime) &&
 	    comm_eq(old->comm, comm))
 		return;
