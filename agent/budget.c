@@ -6,6 +6,12 @@
 /* A level that could not hold after a step back makes the next step back
  * wait twice as long, up to this many periods. */
 #define HOLD_MAX_PERIODS 64
+/* A reduced level whose cost stays under the limit, but not under
+ * recover_below of it, tries a step back after this many holds (periods,
+ * or the doubled holds of trials that went over): what it gave up cannot
+ * be measured while off, and a burst that is over would otherwise keep it
+ * off for good. A failed trial costs at most a period over the limit. */
+#define TRIAL_HOLDS 10
 
 static const char *const level_names[DC_BUDGET_LEVELS] = {
     [DC_BUDGET_FULL] = "full",
@@ -90,6 +96,7 @@ static unsigned change(struct dc_budget *b, unsigned level)
 	    b->hold_ns < period_ns(b) * HOLD_MAX_PERIODS)
 		b->hold_ns *= 2;
 	b->recovered_last = back;
+	b->trial = false;
 	b->level = level;
 	b->since_change_ns = 0;
 	forget(b);
@@ -128,12 +135,16 @@ unsigned budget_window(struct dc_budget *b, uint64_t window_ns, uint64_t cost_ns
 	}
 	b->at_floor = false;
 	if (b->level && full && b->since_change_ns >= b->hold_ns &&
-	    budget_average(b) < limit * b->p.recover_below) {
+	    (budget_average(b) < limit * b->p.recover_below ||
+	     b->since_change_ns >= TRIAL_HOLDS * (b->hold_ns > period ? b->hold_ns : period))) {
 		unsigned l = b->level - 1;
+		bool trial = budget_average(b) >= limit * b->p.recover_below;
 
 		while (l > DC_BUDGET_FULL && !(b->applicable & (1u << l)))
 			l--;
-		return change(b, l);
+		change(b, l);
+		b->trial = trial;
+		return l;
 	}
 	return b->level;
 }

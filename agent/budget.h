@@ -46,6 +46,7 @@ struct dc_budget {
 	uint64_t hold_ns;	   /* time at a level before stepping back */
 	uint64_t since_change_ns;
 	bool recovered_last; /* the last change was a step back */
+	bool trial;	     /* and a trial: under the limit, not under recover_below */
 	bool at_floor;	     /* over budget with nothing left to switch off */
 	double judged;	     /* the average the last window was judged on */
 };

@@ -2040,10 +2040,13 @@ static void budget_change(struct manager *m, unsigned level)
 	struct dc_selfstat before = {}, after = {};
 
 	log_notice("CPU budget: the agent cost %.2f%% of a core (budget %.2f%% over %g s): %s "
-		   "%s (level %u of %u)",
+		   "%s (level %u of %u)%s",
 		   m->budget->judged * 100, m->cfg.budget_cpu * 100, m->cfg.budget_period,
 		   back ? "restoring detail," : "giving up detail,", budget_level_name(level),
-		   level, DC_BUDGET_LEVELS - 1);
+		   level, DC_BUDGET_LEVELS - 1,
+		   m->budget->trial ? ", a trial: under the budget, not under recover_below, "
+				      "for 10 holds"
+				    : "");
 	snprintf(m->budget_note, sizeof(m->budget_note), "budget %s since window %llu",
 		 budget_level_name(level), (unsigned long long)m->win.cur.seq);
 	selfstat_read(&before);

@@ -68,6 +68,21 @@ int main(void)
 	LEVEL(run(b, 10, 0.001), DC_BUDGET_TRACES_REDUCED, "through every step");
 	LEVEL(run(b, 10, 0.001), DC_BUDGET_FULL, "to full detail");
 
+	/* under the limit, not under recover_below: a trial step back after
+	 * ten holds; one that goes over doubles the hold, and the wait */
+	budget_init(b, &p);
+	LEVEL(run(b, 4, 0.03), DC_BUDGET_TRACES_REDUCED, "over: a step");
+	LEVEL(run(b, 99, 0.006), DC_BUDGET_TRACES_REDUCED,
+	      "0.6% of a 1% budget for 99 s (ten periods less one window): held");
+	LEVEL(run(b, 1, 0.006), DC_BUDGET_FULL, "at ten periods: a trial step back");
+	CHECK(b->trial, "said to be a trial");
+	LEVEL(run(b, 4, 0.03), DC_BUDGET_TRACES_REDUCED, "the trial goes over: back down");
+	CHECK(!b->trial && b->hold_ns == 20 * S, "the hold doubled (%llu s)",
+	      (unsigned long long)(b->hold_ns / S));
+	LEVEL(run(b, 199, 0.006), DC_BUDGET_TRACES_REDUCED, "the next trial waits ten holds");
+	LEVEL(run(b, 1, 0.006), DC_BUDGET_FULL, "then comes");
+	LEVEL(run(b, 30, 0.006), DC_BUDGET_FULL, "and holds under the limit");
+
 	/* steps with nothing to switch off are skipped both ways */
 	budget_init(b, &p);
 	budget_set_applicable(b, 1u << DC_BUDGET_VFS_OFF);
