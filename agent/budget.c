@@ -6,12 +6,10 @@
 /* A level that could not hold after a step back makes the next step back
  * wait twice as long, up to this many periods. */
 #define HOLD_MAX_PERIODS 64
-/* A reduced level whose cost stays under the limit, but not under
- * recover_below of it, tries a step back after this many holds (periods,
- * or the doubled holds of trials that went over): what it gave up cannot
- * be measured while off, and a burst that is over would otherwise keep it
- * off for good. A failed trial costs at most a period over the limit. */
-#define TRIAL_HOLDS 10
+/* A reduced level whose cost stays under the limit (DC_BUDGET_TRIAL_HOLDS):
+ * what it gave up cannot be measured while off, and a burst that is over
+ * would otherwise keep it off for good. A failed trial costs at most a
+ * period (or one window longer than it) over the limit. */
 
 static const char *const level_names[DC_BUDGET_LEVELS] = {
     [DC_BUDGET_FULL] = "full",
@@ -97,6 +95,7 @@ static unsigned change(struct dc_budget *b, unsigned level)
 		b->hold_ns *= 2;
 	b->recovered_last = back;
 	b->trial = false;
+	b->under_ns = 0;
 	b->level = level;
 	b->since_change_ns = 0;
 	forget(b);
@@ -130,13 +129,16 @@ unsigned budget_window(struct dc_budget *b, uint64_t window_ns, uint64_t cost_ns
 				b->at_floor = false;
 				return change(b, l);
 			}
+		/* a trial counts time under the limit, not over it */
+		b->under_ns = 0;
 		b->at_floor = true;
 		return b->level;
 	}
 	b->at_floor = false;
+	b->under_ns += window_ns;
 	if (b->level && full && b->since_change_ns >= b->hold_ns &&
 	    (budget_average(b) < limit * b->p.recover_below ||
-	     b->since_change_ns >= TRIAL_HOLDS * (b->hold_ns > period ? b->hold_ns : period))) {
+	     b->under_ns >= DC_BUDGET_TRIAL_HOLDS * (b->hold_ns > period ? b->hold_ns : period))) {
 		unsigned l = b->level - 1;
 		bool trial = budget_average(b) >= limit * b->p.recover_below;
 

@@ -22,6 +22,11 @@ enum dc_budget_level {
 	DC_BUDGET_LEVELS,
 };
 
+/* A reduced level not over the limit for this many holds (periods, or
+ * the doubled holds after trials that went over), though not under
+ * recover_below, tries a step back */
+#define DC_BUDGET_TRIAL_HOLDS 10
+
 /* slots of the period's ring: a window each, or consecutive short windows
  * together (agent/budget.c push()), so that any period fits */
 #define DC_BUDGET_RING 6000
@@ -47,6 +52,7 @@ struct dc_budget {
 	uint64_t since_change_ns;
 	bool recovered_last; /* the last change was a step back */
 	bool trial;	     /* and a trial: under the limit, not under recover_below */
+	uint64_t under_ns;   /* at this level, not over the limit since */
 	bool at_floor;	     /* over budget with nothing left to switch off */
 	double judged;	     /* the average the last window was judged on */
 };

@@ -2044,9 +2044,7 @@ static void budget_change(struct manager *m, unsigned level)
 		   m->budget->judged * 100, m->cfg.budget_cpu * 100, m->cfg.budget_period,
 		   back ? "restoring detail," : "giving up detail,", budget_level_name(level),
 		   level, DC_BUDGET_LEVELS - 1,
-		   m->budget->trial ? ", a trial: under the budget, not under recover_below, "
-				      "for 10 holds"
-				    : "");
+		   m->budget->trial ? ", a trial: under the budget, not under recover_below" : "");
 	snprintf(m->budget_note, sizeof(m->budget_note), "budget %s since window %llu",
 		 budget_level_name(level), (unsigned long long)m->win.cur.seq);
 	selfstat_read(&before);

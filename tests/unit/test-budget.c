@@ -82,6 +82,13 @@ int main(void)
 	LEVEL(run(b, 199, 0.006), DC_BUDGET_TRACES_REDUCED, "the next trial waits ten holds");
 	LEVEL(run(b, 1, 0.006), DC_BUDGET_FULL, "then comes");
 	LEVEL(run(b, 30, 0.006), DC_BUDGET_FULL, "and holds under the limit");
+	/* at the floor, time over the budget does not count towards a trial */
+	budget_init(b, &p);
+	budget_set_applicable(b, 1u << DC_BUDGET_VFS_OFF);
+	LEVEL(run(b, 200, 0.03), DC_BUDGET_VFS_OFF, "over for 200 s, at the floor");
+	LEVEL(run(b, 50, 0.006), DC_BUDGET_VFS_OFF,
+	      "then under the limit for 50 s: no trial yet (the 200 s over do not count)");
+	LEVEL(run(b, 60, 0.006), DC_BUDGET_FULL, "a trial once ten periods under have passed");
 
 	/* steps with nothing to switch off are skipped both ways */
 	budget_init(b, &p);
