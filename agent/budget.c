@@ -6,10 +6,6 @@
 /* A level that could not hold after a step back makes the next step back
  * wait twice as long, up to this many periods. */
 #define HOLD_MAX_PERIODS 64
-/* A reduced level whose cost stays under the limit (DC_BUDGET_TRIAL_HOLDS):
- * what it gave up cannot be measured while off, and a burst that is over
- * would otherwise keep it off for good. A failed trial costs at most a
- * period (or one window longer than it) over the limit. */
 
 static const char *const level_names[DC_BUDGET_LEVELS] = {
     [DC_BUDGET_FULL] = "full",
@@ -106,7 +102,7 @@ unsigned budget_window(struct dc_budget *b, uint64_t window_ns, uint64_t cost_ns
 {
 	uint64_t period = period_ns(b);
 	double limit = b->p.cpu;
-	bool full;
+	bool full, quiet;
 
 	if (limit <= 0 || !period)
 		return b->level;
@@ -136,16 +132,21 @@ unsigned budget_window(struct dc_budget *b, uint64_t window_ns, uint64_t cost_ns
 	}
 	b->at_floor = false;
 	b->under_ns += window_ns;
+	quiet = budget_average(b) < limit * b->p.recover_below;
+	/* Under the limit but not quiet: a trial step back after
+	 * DC_BUDGET_TRIAL_HOLDS holds. What was given up cannot be measured
+	 * while off, and a burst that is over would otherwise keep it off for
+	 * good; a failed trial costs at most a period (or one window longer
+	 * than it) over the limit. */
 	if (b->level && full && b->since_change_ns >= b->hold_ns &&
-	    (budget_average(b) < limit * b->p.recover_below ||
+	    (quiet ||
 	     b->under_ns >= DC_BUDGET_TRIAL_HOLDS * (b->hold_ns > period ? b->hold_ns : period))) {
 		unsigned l = b->level - 1;
-		bool trial = budget_average(b) >= limit * b->p.recover_below;
 
 		while (l > DC_BUDGET_FULL && !(b->applicable & (1u << l)))
 			l--;
 		change(b, l);
-		b->trial = trial;
+		b->trial = !quiet;
 		return l;
 	}
 	return b->level;
