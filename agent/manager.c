@@ -120,6 +120,7 @@ struct manager {
 	struct selfcost *cost;
 	struct dc_budget *budget;
 	unsigned budget_level;	       /* in force: what the running probes reflect */
+	bool budget_trial;	       /* and it was a trial step back (budget.h) */
 	uint64_t budget_switch_ns;     /* CPU the last change of level took (attach, detach) */
 	uint64_t budget_switch_us_pub; /* the same, for the next window's record */
 	bool vfs_attached;	       /* the VFS layer attached under this configuration */
@@ -1024,6 +1025,10 @@ static void report_self(struct dc_json *j, void *opaque)
 		if (m->budget->applicable & (1u << lv))
 			json_str(j, budget_level_name(lv));
 	json_arr_end(j);
+	/* a consumer weighing windows by their detail knows this level may
+	 * not last: a trial that goes over steps down again */
+	json_key(j, "trial");
+	json_bool(j, m->budget_trial);
 	json_key(j, "at_floor");
 	json_bool(j, m->budget->at_floor);
 	json_key(j, "switch_cpu_us");
@@ -1752,6 +1757,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		budget_init(m->budget, &bp);
 		m->budget_replaced = false;
 		m->budget_note[0] = 0;
+		m->budget_trial = false;
 		budget_apply(m, DC_BUDGET_FULL);
 	} else if (m->budget_level && (ch & (FAM_ALL | CH_TRACE_POLICY)))
 		/* restarted families and a new trace policy come back at the
@@ -2045,8 +2051,10 @@ static void budget_change(struct manager *m, unsigned level)
 		   back ? "restoring detail," : "giving up detail,", budget_level_name(level),
 		   level, DC_BUDGET_LEVELS - 1,
 		   m->budget->trial ? ", a trial: under the budget, not under recover_below" : "");
-	snprintf(m->budget_note, sizeof(m->budget_note), "budget %s since window %llu",
-		 budget_level_name(level), (unsigned long long)m->win.cur.seq);
+	m->budget_trial = m->budget->trial;
+	snprintf(m->budget_note, sizeof(m->budget_note), "budget %s since window %llu%s",
+		 budget_level_name(level), (unsigned long long)m->win.cur.seq,
+		 m->budget_trial ? " (a trial)" : "");
 	selfstat_read(&before);
 	budget_apply(m, level);
 	selfstat_read(&after);

@@ -15,6 +15,8 @@
             window in progress goes out at that level.
   budget-reload-close: the replaced budget takes no step at the close
             of the window a reload publishes.
+  budget-trial: a step back under the budget but not under recover_below
+            is a trial, and the windows it covers say so.
   budget-retry: a family that cannot come back when detail is restored is
             said to be missing and tried again until it does.
   libs-gone: a reload that cannot attach the libraries, neither the new
@@ -635,6 +637,48 @@ def scenario_reload_close(agent_bin, load_bin):
     c.done()
 
 
+def scenario_trial(agent_bin, load_bin):
+    """A burst over the budget, then an idle agent that costs more than
+    recover_below of it: each step back is a trial, and the records of the
+    windows it covers say so (before, only the log did), until the next
+    change of level; a step down is no trial."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-budget-trial-")
+    data = os.path.join(tmp, "data")
+    # quiet would be under 0.25% of a core: an idle agent draining every
+    # 250 ms costs more than that here (0.7 to 1%), the writers ten times
+    # the budget
+    conf = ('interval = 0.25;\nbudget = { cpu = 0.05; period = 1.0; recover_below = 0.05; };\n'
+            'traces = { output = { dir = "%s"; }; sampling = { one_in_n = 2; rate = 0; }; };\n'
+            % os.path.join(tmp, "traces"))
+    a = Agent(agent_bin, conf)
+    time.sleep(1.5)
+    poll(lambda: load_two(load_bin, data) or
+         any(r["budget"]["level"] for r in agent_records(a.out)), 40, 0)
+    # a trial waits ten holds of a period under the budget
+    poll(lambda: any(r["budget"]["trial"] for r in agent_records(a.out)), 40)
+    time.sleep(0.6)
+    c.eq(a.stop(), 0, "agent exits 0")
+    log = a.log()
+    status = [n for n in a.notifications if "STATUS=" in n]
+    ag = [r for r in a.records() if r["type"] == "agent"]
+    shutil.rmtree(tmp, ignore_errors=True)
+    steps = [(p["budget"]["level"], r["budget"]["level"], r["budget"]["trial"])
+             for p, r in zip(ag, ag[1:]) if p["budget"]["level"] != r["budget"]["level"]]
+    backs = [t for f, to, t in steps if to < f]
+    c.check(steps and all(not t for f, to, t in steps if to > f),
+            "no step down is a trial: %s" % steps)
+    said = log.count(", a trial: under the budget, not under recover_below")
+    c.check(said >= 1, "the log says a step back was a trial (%d)" % said)
+    c.eq(sum(backs), said, "the records' trial steps back, of %d steps back" % len(backs))
+    c.check(all(p["budget"]["trial"] == r["budget"]["trial"]
+                for p, r in zip(ag, ag[1:]) if p["budget"]["level"] == r["budget"]["level"]),
+            "a trial stands until the next change of level")
+    c.check(not ag[0]["budget"]["trial"], "the first window is no trial")
+    c.check(any("(a trial)" in n for n in status), "STATUS= says the level is a trial")
+    c.done()
+
+
 def poll(what, timeout, step=0.25):
     """what() until it is true, or the deadline: its last value."""
     deadline = time.monotonic() + timeout
@@ -777,7 +821,7 @@ def main():
     require_root()
     {"selfcost": scenario_selfcost, "selfcost-bursts": scenario_bursts,
      "budget": scenario_budget, "budget-reload": scenario_budget_reload,
-     "budget-reload-close": scenario_reload_close,
+     "budget-reload-close": scenario_reload_close, "budget-trial": scenario_trial,
      "budget-retry": scenario_retry, "libs-gone": scenario_libs_gone}[name](agent_bin, load_bin)
 
 
