@@ -1138,18 +1138,75 @@ static void kafka_report(struct dc_sink *s, struct dc_json *j)
 
 /* next: the spool directory the sink that follows uses ("" none: Kafka
  * off), NULL when the agent stops */
+/*
+ * A segment the brokers took in part, at a stop: its file keeps only the
+ * records not done, under the same number (spool_write replaces it whole
+ * or not at all), so that the next start or the sink a reload starts does
+ * not send the others again (duplicates) nor a record refused alone again
+ * (dropped and counted twice). Where it cannot (memory, the spool), the
+ * file is left whole: duplicates, never a loss. Returns 1 if rewritten.
+ */
+static int seg_trim(struct sink_kafka *k, struct kseg *g)
+{
+	_cleanup_(buf_free) struct dc_buf raw = {};
+	struct dc_seg_meta meta = g->meta;
+	struct dc_seg_rec rec;
+	uint64_t acked = acknowledged(g);
+	size_t off = 0;
+	int r;
+
+	if (!acked || acked >= g->meta.n_records)
+		return 0;
+	r = seg_load(k, g);
+	if (r < 0)
+		return r;
+	meta.n_records = 0;
+	for (uint32_t i = 0; seg_raw_next(g->raw.data, g->raw.len, &off, &rec) > 0; i++)
+		if (i >= g->n_recs || !g->recs[i].done) {
+			seg_raw_add(&raw, rec.type, rec.window, rec.data, rec.len);
+			meta.n_records++;
+		}
+	if (raw.err)
+		return -ENOMEM;
+	r = seg_encode(&meta, raw.data, raw.len, meta.kind == DC_SEG_TRACES ? 1 : 3, &k->scratch);
+	if (!r)
+		r = spool_write(k->spool, meta.seq, k->scratch.data, k->scratch.len);
+	if (r < 0)
+		return r;
+	k->spool_bytes -= g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
+	g->file_bytes = k->scratch.len;
+	k->spool_bytes += g->file_bytes;
+	return 1;
+}
+
 static void spool_held(struct sink_kafka *k, const char *next)
 {
-	uint64_t lost = 0, kept = 0;
+	uint64_t lost = 0, kept = 0, trimmed = 0;
 
 	/* a directory removed since the last window: its files are no longer
 	 * "sent at the next start" */
 	spool_check_removed(k, NULL);
 	for (struct kseg *g = k->head; g; g = g->next) {
+		bool in_memory = !g->file_bytes;
 		uint64_t left;
 		int r;
 
-		if (g->file_bytes || !g->loaded || g->lost)
+		if (g->lost)
+			continue;
+		r = seg_trim(k, g);
+		if (r < 0 && !in_memory)
+			log_warning_errno(r,
+					  "Cannot rewrite spool segment %" PRIu64
+					  " without the %" PRIu64
+					  " records Kafka took: %m; they are sent again",
+					  g->meta.seq, acknowledged(g));
+		if (r > 0) {
+			trimmed++;
+			kept += in_memory;
+			continue;
+		}
+		/* one only memory held that could not be trimmed goes whole */
+		if (!in_memory || !g->loaded)
 			continue;
 		/* what the broker has not acknowledged: a segment partly
 		 * delivered before the stop loses only its other records */
@@ -1165,6 +1222,10 @@ static void spool_held(struct sink_kafka *k, const char *next)
 		}
 		kept++;
 	}
+	if (trimmed)
+		log_notice("Kept %" PRIu64 " spool segments taken in part by Kafka without the "
+			   "records it took",
+			   trimmed);
 	if (kept) {
 		log_notice("Wrote %" PRIu64 " segments held in memory to the spool at stop", kept);
 		delete_undeleted(k);

@@ -1172,6 +1172,80 @@ def scenario_refused_record(agent_bin, wl_bin, mock_bin):
     c.done()
 
 
+def scenario_stop_partial(agent_bin, wl_bin, mock_bin):
+    """A stop while a segment's records go out one at a time (a batch
+    refused as too large): the spool keeps only the records Kafka did not
+    take, so the restart sends none twice, and the record refused alone,
+    dropped and counted, is not sent again. Before, the stop left the
+    segment whole: its records taken alone arrived twice, and the one
+    counted as dropped arrived after all."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-kafka-")
+    b = Broker(mock_bin)
+    spool = os.path.join(tmp, "spool")
+    props = 'properties = ["max.in.flight=1", "reconnect.backoff.max.ms=500"];'
+    a = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2, extra=props))
+    # four writers: the window refused has records left to take alone
+    writers = [subprocess.Popen([sys.executable, "-c", (
+        "import os, time\n"
+        "fd = os.open(%r, os.O_WRONLY | os.O_CREAT, 0o600)\n"
+        "end = time.monotonic() + 4\n"
+        "while time.monotonic() < end:\n"
+        "    os.pwrite(fd, b'x', 0)\n"
+        "    time.sleep(0.005)\n") % os.path.join(tmp, "w%d" % i)]) for i in range(4)]
+    time.sleep(1.5)
+    # as in refused-record: the first lands on a window's batch, the later
+    # ones on records produced alone
+    b.cmd("fail-produce 4 10")
+    dropped = poll_log(a, "; dropping it", 20)
+    # then a record alone takes a round trip of 300 ms: the stop comes with
+    # the refused window's records still going out
+    b.cmd("rtt 300")
+    time.sleep(0.3)
+    c.check(dropped, "a record refused alone was dropped before the stop")
+    # 74: a record dropped after the last window's agent record, which
+    # only the stop's log can say
+    c.check(a.stop() in (0, 74), "agent exits 0 or 74")
+    for w in writers:
+        w.wait(30)
+    log1 = a.log()
+    more = re.search(r"refused (\d+) more records alone since last said", log1)
+    refused = log1.count("; dropping it") + (int(more.group(1)) if more else 0)
+    c.check("taken in part by Kafka without the records it took" in log1,
+            "the stop kept a segment without the records Kafka took")
+    b.cmd("rtt 0")
+    a2 = Agent(agent_bin, conf(b.bootstrap, spool, interval=0.2, extra=props))
+    c.check(wait_spool_empty(spool, 60), "the restart delivered the spool")
+    c.eq(a2.stop(), 0, "restarted agent exits 0")
+    agents = consume(b.bootstrap, "datacrumbs.agent")
+    features = consume(b.bootstrap, "datacrumbs.features")
+    c.eq(twice(agents + features), 0, "no record delivered twice")
+    runs = windows_by_run(agents)
+    first = a.records()[0]["run"] if a.records() else None
+    got = {rec_key(m["rec"]) for m in agents + features}
+    lacking = [r for r in a.records() if r["type"] in ON_FEATURES_OR_AGENT
+               and rec_key(r) not in got]
+    c.eq(len(lacking), refused, "the first run's records in Kafka but those dropped (%s)"
+         % ["%s/%s" % (r["window"], r["type"]) for r in lacking])
+    c.check(refused >= 1 and "; dropping it" not in a2.log(),
+            "the dropped record is not sent again (%d dropped)" % refused)
+    missing = sorted(set(range(max(runs.get(first, [0])) + 1)) - set(runs.get(first, [])))
+    c.check(len(missing) <= refused, "the first run's windows all arrived but the dropped: %s"
+            % missing)
+    b.close()
+    c.done()
+
+
+def poll_log(a, text, timeout):
+    """Whether the agent's log says text within timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if text in a.log():
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def scenario_fatal(agent_bin, wl_bin, mock_bin):
     """A fatal error of the idempotent producer (the broker refuses it a producer
     id: CLUSTER_AUTHORIZATION_FAILED): the producer is recreated and every window
@@ -1209,7 +1283,7 @@ def main():
      "secrets": scenario_secrets, "stacks": scenario_stacks, "late-topic": scenario_late_topic,
      "fatal": scenario_fatal, "reload-topic-gone": scenario_reload_topic_gone,
      "corrupt-live": scenario_corrupt_live, "refused-once": scenario_refused_once,
-     "refused-record": scenario_refused_record}[scenario](agent_bin, wl_bin, mock_bin)
+     "refused-record": scenario_refused_record, "stop-partial": scenario_stop_partial}[scenario](agent_bin, wl_bin, mock_bin)
 
 
 if __name__ == "__main__":
