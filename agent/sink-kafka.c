@@ -1144,7 +1144,9 @@ static void kafka_report(struct dc_sink *s, struct dc_json *j)
  * or not at all), so that the next start or the sink a reload starts does
  * not send the others again (duplicates) nor a record refused alone again
  * (dropped and counted twice). Where it cannot (memory, the spool), the
- * file is left whole: duplicates, never a loss. Returns 1 if rewritten.
+ * file is left whole: duplicates, never a loss. Whole or not at all holds
+ * with spool.fsync (the default): without it a power cut after the rename
+ * may leave neither version. Returns 1 if rewritten.
  */
 static int seg_trim(struct sink_kafka *k, struct kseg *g)
 {
@@ -1155,11 +1157,10 @@ static int seg_trim(struct sink_kafka *k, struct kseg *g)
 	size_t off = 0;
 	int r;
 
-	if (!acked || acked >= g->meta.n_records)
+	/* a segment taken in part stays loaded until done (release_idle);
+	 * one that is not is left as the next start finds it */
+	if (!acked || acked >= g->meta.n_records || !g->loaded)
 		return 0;
-	r = seg_load(k, g);
-	if (r < 0)
-		return r;
 	meta.n_records = 0;
 	for (uint32_t i = 0; seg_raw_next(g->raw.data, g->raw.len, &off, &rec) > 0; i++)
 		if (i >= g->n_recs || !g->recs[i].done) {
