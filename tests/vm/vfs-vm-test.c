@@ -500,6 +500,7 @@ int main(void)
 	/* the per-thread hash, for kernels without task storage (< 5.11) */
 	failed |= syscall_vm_run("tp_btf", "hash");
 	failed |= syscall_vm_run_nofiles();
+	failed |= syscall_vm_compat();
 	failed |= uprobe_vm_run();
 	failed |= pagecache_vm_run("tp_btf");
 	failed |= pagecache_vm_run("tracepoint");

@@ -71,6 +71,10 @@ int syscall_vm_run(const char *mech, const char *stash);
  * they load without the file layer's maps. */
 int syscall_vm_run_nofiles(void);
 
+/* 32-bit system calls (int 0x80 from a 64-bit child) counted in
+ * DC_CNT_COMPAT alone, none taken for the 64-bit call of its number. */
+int syscall_vm_compat(void);
+
 /* The library layer's auto mechanism through probe_uprobe_new(): on a
  * kernel before 6.6, refused uprobe_multi, then perf-event uprobes. */
 int uprobe_vm_run(void);
