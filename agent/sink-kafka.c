@@ -843,19 +843,28 @@ static int kafka_write(struct dc_sink *s, enum dc_rec_type type, const struct dc
 	return k->building.err ? -ENOMEM : 0;
 }
 
-/* A segment only memory holds, written to the spool. */
-static int spool_put(struct sink_kafka *k, struct kseg *g)
+/* Records raw as meta says, the file of segment g (written, or replacing
+ * the one it has). */
+static int spool_put_as(struct sink_kafka *k, struct kseg *g, const struct dc_seg_meta *meta,
+			const struct dc_buf *raw)
 {
-	int r = seg_encode(&g->meta, g->raw.data, g->raw.len, g->meta.kind == DC_SEG_TRACES ? 1 : 3,
-			   &k->scratch);
+	int r =
+	    seg_encode(meta, raw->data, raw->len, meta->kind == DC_SEG_TRACES ? 1 : 3, &k->scratch);
 
 	if (!r)
-		r = spool_write(k->spool, g->meta.seq, k->scratch.data, k->scratch.len);
+		r = spool_write(k->spool, meta->seq, k->scratch.data, k->scratch.len);
 	if (r < 0)
 		return r;
+	k->spool_bytes -= g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
 	g->file_bytes = k->scratch.len;
 	k->spool_bytes += g->file_bytes;
 	return 0;
+}
+
+/* A segment only memory holds, written to the spool. */
+static int spool_put(struct sink_kafka *k, struct kseg *g)
+{
+	return spool_put_as(k, g, &g->meta, &g->raw);
 }
 
 /*
@@ -1136,8 +1145,6 @@ static void kafka_report(struct dc_sink *s, struct dc_json *j)
  * cannot be written is lost with the process, and is said and counted.
  */
 
-/* next: the spool directory the sink that follows uses ("" none: Kafka
- * off), NULL when the agent stops */
 /*
  * A segment the brokers took in part, at a stop: its file keeps only the
  * records not done, under the same number (spool_write replaces it whole
@@ -1169,17 +1176,12 @@ static int seg_trim(struct sink_kafka *k, struct kseg *g)
 		}
 	if (raw.err)
 		return -ENOMEM;
-	r = seg_encode(&meta, raw.data, raw.len, meta.kind == DC_SEG_TRACES ? 1 : 3, &k->scratch);
-	if (!r)
-		r = spool_write(k->spool, meta.seq, k->scratch.data, k->scratch.len);
-	if (r < 0)
-		return r;
-	k->spool_bytes -= g->file_bytes < k->spool_bytes ? g->file_bytes : k->spool_bytes;
-	g->file_bytes = k->scratch.len;
-	k->spool_bytes += g->file_bytes;
-	return 1;
+	r = spool_put_as(k, g, &meta, &raw);
+	return r < 0 ? r : 1;
 }
 
+/* next: the spool directory the sink that follows uses ("" none: Kafka
+ * off), NULL when the agent stops */
 static void spool_held(struct sink_kafka *k, const char *next)
 {
 	uint64_t lost = 0, kept = 0, trimmed = 0;
