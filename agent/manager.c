@@ -466,6 +466,31 @@ static void proc_ident(struct manager *m, uint32_t tgid, uint64_t cgroup_id, boo
 				     .job = cgroup_cache_job(m->cgroups, cgroup_id)};
 }
 
+/*
+ * The configured layers not running: a features record without them has
+ * no members for them, and a model reading that as no activity would
+ * learn that a window of heavy I/O called no VFS function. Read at the
+ * window's close, before the budget's next change or a retry applies.
+ */
+static unsigned layers_lacking(const struct manager *m)
+{
+	unsigned l = 0;
+
+	if (m->cfg.files_enable && !m->files)
+		l |= 1u << DC_LACKS_FILES;
+	if (m->cfg.block_enable && !m->blk)
+		l |= 1u << DC_LACKS_BLOCK;
+	if (m->cfg.pagecache_enable && !m->pc)
+		l |= 1u << DC_LACKS_PAGE_CACHE;
+	if (m->cfg.uring_enable && !m->ur)
+		l |= 1u << DC_LACKS_IO_URING;
+	if (m->cfg.n_libs && !m->up)
+		l |= 1u << DC_LACKS_LIBRARIES;
+	if (m->cfg.vfs_enable && !m->vfs)
+		l |= 1u << DC_LACKS_VFS;
+	return l;
+}
+
 static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uint32_t tgid,
 			 uint64_t cgroup_id, const struct dc_agg_entry *e, size_t n,
 			 const struct dc_blk_drain *bres, const struct dc_pc_drain *pres,
@@ -473,7 +498,8 @@ static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uin
 {
 	struct dc_proc_info proc;
 	struct dc_proc_ident id;
-	struct dc_layers lay = {.pc_on = m->pc != NULL, .page_size = m->page_size};
+	struct dc_layers lay = {
+	    .lacks = layers_lacking(m), .pc_on = m->pc != NULL, .page_size = m->page_size};
 	struct dc_blk_sum blk[DC_BLK_OP_MAX];
 	struct dc_file_sum access = {};
 	const struct dc_pc_entry *pce = m->pc ? pc_find(pres, tgid, cgroup_id) : NULL;

@@ -28,6 +28,17 @@ const char *record_type_name(enum dc_rec_type t)
 	}
 }
 
+const char *lacks_name(enum dc_lacks_bit l)
+{
+	static const char *const names[DC_LACKS_MAX] = {
+	    [DC_LACKS_FILES] = "files",		  [DC_LACKS_BLOCK] = "block",
+	    [DC_LACKS_PAGE_CACHE] = "page_cache", [DC_LACKS_IO_URING] = "io_uring",
+	    [DC_LACKS_LIBRARIES] = "libraries",	  [DC_LACKS_VFS] = "vfs",
+	};
+
+	return (unsigned)l < DC_LACKS_MAX ? names[l] : "unknown";
+}
+
 static void header(struct dc_json *j, const struct dc_record_ctx *ctx, enum dc_rec_type t)
 {
 	json_key(j, "schema");
@@ -384,6 +395,15 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 	json_key(&j, "cgroup");
 	json_str(&j, id->cgroup);
 	job_fields(&j, id->job);
+	/* only where something is missing: the common window stays as short */
+	if (lay && lay->lacks) {
+		json_key(&j, "lacks");
+		json_arr_begin(&j);
+		for (unsigned l = 0; l < DC_LACKS_MAX; l++)
+			if (lay->lacks & (1u << l))
+				json_str(&j, lacks_name(l));
+		json_arr_end(&j);
+	}
 
 	json_key(&j, "ops");
 	json_obj_begin(&j);

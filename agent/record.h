@@ -53,8 +53,6 @@ struct dc_proc_ident {
 	const struct dc_jobid *job; /* parsed from cgroup; NULL: nothing found */
 };
 
-/* What the other layers saw of one process in the window; NULL members
- * for layers that are off. */
 /* One probed library function's activity for one process in the window. */
 struct dc_lib_stat {
 	const char *feature; /* "<function>-<category>" */
@@ -62,7 +60,28 @@ struct dc_lib_stat {
 	const uint64_t *lat; /* [DC_LAT_SLOTS] */
 };
 
+/* The layers a features record can lack, named as in docs/records.md's
+ * "lacks" (the agent record's probes[] names). */
+enum dc_lacks_bit {
+	DC_LACKS_FILES,
+	DC_LACKS_BLOCK,
+	DC_LACKS_PAGE_CACHE,
+	DC_LACKS_IO_URING,
+	DC_LACKS_LIBRARIES,
+	DC_LACKS_VFS,
+	DC_LACKS_MAX,
+};
+
+const char *lacks_name(enum dc_lacks_bit l);
+
+/* What the other layers saw of one process in the window; NULL members
+ * for layers that are off. */
 struct dc_layers {
+	/* 1u << dc_lacks_bit: configured layers not running this window (the
+	 * CPU budget's steps, a family that did not start again, or one the
+	 * kernel refused). Their members are missing, which a consumer must
+	 * not read as no activity. */
+	unsigned lacks;
 	const struct dc_blk_sum *blk; /* [DC_BLK_OP_MAX] */
 	const struct dc_pc_val *pc;   /* page cache, NULL also when no activity */
 	bool pc_on;

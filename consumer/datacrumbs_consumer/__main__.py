@@ -169,11 +169,17 @@ def cmd_generate(a):
 
 def train_and_report(df, labels, a):
     from . import model as M
-    from .dataset import steady_rows
+    from .dataset import complete_rows, steady_rows
     df, edge = steady_rows(df, labels)
+    df, lacking, absent = complete_rows(df)
+    if lacking:
+        log.info("left out %s: measured without layers other rows have (records' lacks)",
+                 ", ".join("%d rows lacking %s" % (n, k) for k, n in sorted(lacking.items())))
     report, pred, mdl = M.train(df, labels, seed=a.seed, test_size=a.test_size, trees=a.trees,
                                 with_bytes=a.with_bytes, target=a.target, exclude=a.exclude)
     report["edge_windows_left_out"] = edge
+    report["rows_lacking_layers_left_out"] = lacking
+    report["layers_absent"] = mdl["layers_absent"] = absent
     M.save(a.out, report, pred, mdl)
     print(M.table(report))
     print("model, report.json and predictions.csv in %s" % a.out)

@@ -237,6 +237,29 @@ def steady_rows(df, labels):
     return df[inside].copy(), int((~inside).sum())
 
 
+def complete_rows(df):
+    """Rows measured with every layer some row had: (those rows, {layer: rows
+    left out}, layers every row lacked).
+
+    A features record names the layers it lacks (docs/records.md `lacks`:
+    the CPU budget's steps, a family that did not start again, one the
+    kernel refused), and a row counts its records that did (lacks_<layer>).
+    A layer no row has is absent from the data: its columns are zero
+    everywhere and say nothing. A layer that some rows lack is unknown in
+    those, and a model would read their zeros as no activity: a window at
+    the budget's vfs_off would look like I/O that called no VFS function.
+    """
+    cols = R.lacks_columns(df.columns)
+    if not len(df):
+        return df, {}, []
+    every = [c for c in cols if (df[c] > 0).all()]
+    some = [c for c in cols if c not in every]
+    missing = (df[some] > 0) if some else pd.DataFrame(index=df.index)
+    out = {c[len(R.LACKS_PREFIX):]: int(missing[c].sum()) for c in some}
+    keep = ~missing.any(axis=1) if some else pd.Series(True, index=df.index)
+    return df[keep].copy(), out, [c[len(R.LACKS_PREFIX):] for c in every]
+
+
 def agent_bandwidth(df):
     """Bytes/s the records themselves say each row moved (system-call bytes / window)."""
     cols = [c for c in df.columns if c.endswith("-syscall.bytes") and

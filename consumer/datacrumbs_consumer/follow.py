@@ -153,9 +153,22 @@ def follow(lines, out, labels=None, model=None, idle=5.0, max_windows=0, deadlin
         for key, rows in closed:
             if model is not None and rows:
                 from .model import predict
-                df = pd.DataFrame(rows).fillna(0)
-                for r, p in zip(rows, predict(model, df)):
-                    r["predicted_bandwidth"] = float(p)
+                ok = []
+                for r in rows:
+                    # a layer the model's rows had but this one lacks: its
+                    # zeros would read as no activity (dataset.complete_rows)
+                    gone = [c[len(R.LACKS_PREFIX):] for c in R.lacks_columns(r) if r[c] and
+                            c[len(R.LACKS_PREFIX):] not in model.get("layers_absent", ())]
+                    if gone:
+                        r["predicted_bandwidth"] = None
+                        r["prediction_withheld"] = "lacks %s, which the model was trained " \
+                            "with" % ", ".join(gone)
+                    else:
+                        ok.append(r)
+                if ok:
+                    df = pd.DataFrame(ok).fillna(0)
+                    for r, p in zip(ok, predict(model, df)):
+                        r["predicted_bandwidth"] = float(p)
             for r in rows:
                 out.write(json.dumps(r, sort_keys=True) + "\n")
             out.flush()

@@ -38,6 +38,9 @@ ACCESS_COUNTS = ("opens", "reads", "writes", "meta_ops", "fsyncs", "errors", "se
 ACCESS_TIMES = {"read_time_ns": "read", "write_time_ns": "write", "meta_time_ns": "meta",
                 "fsync_time_ns": "fsync"}
 ACCESS_BYTES = {"bytes_read": "read", "bytes_written": "write"}
+# a row's count of records that lacked a layer (the record's `lacks`): not a
+# feature, but what tells a layer's absence from its silence (complete_rows)
+LACKS_PREFIX = "lacks_"
 
 
 class RecordError(ValueError):
@@ -148,7 +151,14 @@ def row_of(rec, workload=None):
     for c in WINDOW_COLS:
         row[c] = rec.get(c, 0)
     row["processes"] = 1
+    for layer in rec.get("lacks") or ():
+        row[LACKS_PREFIX + layer] = 1
     return row
+
+
+def lacks_columns(columns):
+    """The `lacks_<layer>` columns among `columns`."""
+    return [c for c in columns if c.startswith(LACKS_PREFIX)]
 
 
 def record_id(r):

@@ -475,6 +475,57 @@ class Follow(unittest.TestCase):
         self.assertEqual({r["workload"] for r in rows}, {"unit:a.service", "pid:200"})
 
 
+class Lacks(unittest.TestCase):
+    """A record's `lacks` (docs/records.md): layers not running in its window."""
+
+    def test_row_counts_the_records_lacking(self):
+        recs = [r for r in fixture_records() if r["type"] == "features"][:2]
+        a, b = dict(recs[0], lacks=["libraries", "vfs"]), dict(recs[1], lacks=["vfs"])
+        rows = R.combine_rows([R.row_of(a, "w"), R.row_of(dict(b, window=a["window"]), "w")])
+        self.assertEqual(len(rows), 1)
+        self.assertEqual((rows[0]["lacks_vfs"], rows[0]["lacks_libraries"]), (2, 1))
+        self.assertEqual(R.lacks_columns(rows[0]), ["lacks_libraries", "lacks_vfs"])
+        self.assertFalse([c for c in R.stat_columns(rows[0]) if "lacks" in c],
+                         "a count of records, never a feature")
+        self.assertNotIn("lacks_vfs", R.row_of(recs[0]), "nothing lacking: no column")
+
+    def test_rows_lacking_what_others_have_left_out(self):
+        import pandas as pd
+        df = pd.DataFrame({"workload": ["a", "b", "c", "d"],
+                           "lacks_vfs": [1, 0, 2, 0], "lacks_block": [0, 0, 1, 0],
+                           "lacks_io_uring": [1, 1, 1, 1]})
+        kept, out, absent = D.complete_rows(df)
+        self.assertEqual(list(kept["workload"]), ["b", "d"])
+        self.assertEqual(out, {"vfs": 2, "block": 1})
+        self.assertEqual(absent, ["io_uring"], "a layer no row has is just absent")
+        kept, out, absent = D.complete_rows(pd.DataFrame({"workload": ["a"], "x": [1]}))
+        self.assertEqual((len(kept), out, absent), (1, {}, []))
+
+    def test_follow_withholds_a_prediction_without_its_layers(self):
+        class Const:
+            def predict(self, X):
+                return np.zeros(len(X))  # exp(0) = 1 byte/s
+
+        model = {"model": Const(), "features": ["pwrite64-syscall.rate"], "with_bytes": False,
+                 "layers_absent": ["io_uring"]}
+        recs = fixture_records()
+        feats = [i for i, r in enumerate(recs) if r["type"] == "features"]
+        recs[feats[0]] = dict(recs[feats[0]], lacks=["vfs"])
+        # the second is the same workload's (a.service) in the same window
+        recs[feats[2]] = dict(recs[feats[2]], lacks=["io_uring"])
+        out = io.StringIO()
+        F.follow(iter(json.dumps(r) for r in recs), out, model=model)
+        rows = [json.loads(x) for x in out.getvalue().splitlines()]
+        gone = [r for r in rows if r.get("lacks_vfs")]
+        self.assertEqual(len(gone), 1)
+        self.assertIsNone(gone[0]["predicted_bandwidth"])
+        self.assertIn("lacks vfs", gone[0]["prediction_withheld"])
+        rest = [r for r in rows if not r.get("lacks_vfs")]
+        self.assertTrue([r for r in rest if r.get("lacks_io_uring")] and
+                        all(r["predicted_bandwidth"] == 1.0 for r in rest),
+                        "a layer the model never had does not withhold: %s" % rest)
+
+
 class DamagedInput(unittest.TestCase):
     """A damaged file is an error naming it (a bad-input audit: a truncated
     .zst read as 0 rows, a truncated .gz raised a bare EOFError, a cut last

@@ -170,6 +170,35 @@ def stats_fd_holder():
     return p
 
 
+# probes[] names -> a features record's `lacks` names
+LACKS_NAME = {"files": "files", "block": "block", "pagecache": "page_cache",
+              "io_uring": "io_uring", "libraries": "libraries", "vfs": "vfs"}
+
+
+def check_lacks(c, recs):
+    """Every features record lacks exactly the layers its window's agent
+    record lists as off (the budget's steps, a family that did not start
+    again): a consumer tells a layer's silence from its absence. Returns
+    the windows whose records lacked something."""
+    off = {}
+    for r in recs:
+        if r["type"] == "agent":
+            off[r["window"]] = sorted(LACKS_NAME[p["name"]] for p in r["probes"]
+                                      if p["mechanism"] == "off" and p["name"] in LACKS_NAME)
+    bad, lacking = [], set()
+    for r in recs:
+        if r["type"] != "features" or r["window"] not in off:
+            continue
+        got = sorted(r.get("lacks", []))
+        if got != off[r["window"]]:
+            bad.append((r["window"], r["pid"], got, off[r["window"]]))
+        if got:
+            lacking.add(r["window"])
+    c.check(not bad, "each features record lacks the layers off in its window (window, pid, "
+            "lacks, off): %s" % bad[:5])
+    return lacking
+
+
 def scenario_selfcost(agent_bin, load_bin):
     c = Checks()
     tmp = tempfile.mkdtemp(prefix="dc-self-")
@@ -521,6 +550,10 @@ def scenario_budget(agent_bin, load_bin):
     c.check(any(r["pid"] == pid and r.get("functions", {}).get("pwrite-libc", {}).get("count")
                 for r in feats),
             "library functions counted again once restored")
+    lacking = check_lacks(c, recs)
+    want = {w for w, lv in by_win.items() if lv >= LV["libraries_off"]}
+    c.check(want and lacking == want, "records lack layers in the windows at libraries_off "
+            "and beyond, and no others: %s, want %s" % (sorted(lacking), sorted(want)))
     c.check("Reloaded the configuration: budget" in log, "reload: the budget changed in place")
     c.check(ag_all[-1]["budget"] is None and len(ag_all) > len(ag),
             "budget.cpu = 0 after the reload: no budget in the last records")
@@ -764,6 +797,8 @@ def scenario_retry(agent_bin, load_bin):
             "logged: the libraries did not start again")
     c.check("The library probes came back" in log,
             "logged: the libraries came back, tried again without a change of level")
+    lacking = check_lacks(c, a.records())
+    c.check(set(owed) <= lacking, "records of the windows the libraries were owed lack them")
     again = [w for w in libs_on(ag) if owed and w > owed[-1]]
     c.check(again and all(levels[i] == 0 for i in range(owed[0], again[0] + 1)),
             "the libraries attached again at the same level (windows %s to %s): %s"

@@ -94,6 +94,29 @@ int main(void)
 		      "job object holds only the members found");
 	}
 
+	{
+		struct dc_layers lay = {.lacks = (1u << DC_LACKS_BLOCK) | (1u << DC_LACKS_VFS)};
+
+		CHECK(!strstr(b.data, "\"lacks\""), "nothing lacking: no lacks member");
+		buf_reset(&b);
+		record_features(&b, &ctx, &id, e, end, &lay);
+		buf_putc(&b, 0);
+		CHECK(strstr(b.data, "\"job\":{},\"lacks\":[\"block\",\"vfs\"],\"ops\":{") != NULL,
+		      "the layers lacking, in order, after the job");
+		lay.lacks = 1u << DC_LACKS_LIBRARIES;
+		buf_reset(&b);
+		record_features(&b, &ctx, &id, e, end, &lay);
+		buf_putc(&b, 0);
+		CHECK(strstr(b.data, "\"lacks\":[\"libraries\"],") != NULL, "one layer lacking");
+		lay.lacks = 0;
+		buf_reset(&b);
+		record_features(&b, &ctx, &id, e, end, &lay);
+		buf_putc(&b, 0);
+		CHECK(!strstr(b.data, "\"lacks\""), "layers given, none lacking: no lacks member");
+		CHECK_STR(lacks_name(DC_LACKS_PAGE_CACHE), "page_cache", "names as in the records");
+		CHECK_STR(lacks_name(DC_LACKS_MAX), "unknown", "out of range");
+	}
+
 	/* per-CPU values are summed into 64-bit histograms */
 	kv.lat_hist[2] = 3;
 	kv.lat_hist[5] = 0xFFFFFFFFu;
