@@ -124,6 +124,7 @@ struct manager {
 	uint64_t budget_switch_ns;     /* CPU the last change of level took (attach, detach) */
 	uint64_t budget_switch_us_pub; /* the same, for the next window's record */
 	bool vfs_attached;	       /* the VFS layer attached under this configuration */
+	unsigned lacked; /* layers_lacking() at the window's start, and at any change since */
 	/* families (FAM_LIBS, FAM_VFS) the budget gave back, or a reload's
 	 * rollback restarted, that did not start: tried again at a close
 	 * every owed_gap windows, the gap doubling up to 64 windows or a
@@ -498,8 +499,9 @@ static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uin
 {
 	struct dc_proc_info proc;
 	struct dc_proc_ident id;
-	struct dc_layers lay = {
-	    .lacks = layers_lacking(m), .pc_on = m->pc != NULL, .page_size = m->page_size};
+	struct dc_layers lay = {.lacks = m->lacked | layers_lacking(m),
+				.pc_on = m->pc != NULL,
+				.page_size = m->page_size};
 	struct dc_blk_sum blk[DC_BLK_OP_MAX];
 	struct dc_file_sum access = {};
 	const struct dc_pc_entry *pce = m->pc ? pc_find(pres, tgid, cgroup_id) : NULL;
@@ -1354,6 +1356,9 @@ static int manager_close_window(struct manager *m)
 		budget_change(m, next_level);
 	else if (m->budget_owed && !m->stopping)
 		budget_retry(m);
+	/* the next window's records lack what is missing from its start, a
+	 * family a reload starts later in it included */
+	m->lacked = layers_lacking(m);
 	/* systemd reads these; once a second is enough for systemctl status,
 	 * and a listener that reads slowly must not slow the windows */
 	if (!m->stopping && m->last_close_usec - m->status_usec >= USEC_PER_SEC) {
@@ -1564,6 +1569,7 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 	struct dc_selfstat before = {}, after = {};
 	struct dc_config nc;
 	bool config_error = false, vfs_was = m->vfs_attached;
+	bool closed = false;
 	unsigned ch;
 	int r, level;
 
@@ -1618,17 +1624,20 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 	level = log_parse_level(nc.log_level);
 	log_set_max_level(level < 0 ? LOG_INFO : level);
 	m->budget_replaced = ch & CH_BUDGET;
-	if ((ch & CH_BUDGET) && m->budget_level != DC_BUDGET_FULL && !(ch & (FAM_ALL | CH_SINKS)))
+	if ((ch & CH_BUDGET) && m->budget_level != DC_BUDGET_FULL && !(ch & (FAM_ALL | CH_SINKS))) {
 		/* a new budget starts from full detail: the window so far goes
 		 * out at the level it ran at, not said to be full (nor judged
 		 * as full by the new budget) */
 		reload_close_window(m, &before);
+		closed = true;
+	}
 	if (ch & (FAM_ALL | CH_SINKS)) {
 		struct dc_filter *old_filter = NULL;
 		unsigned kept_off, start;
 
 		/* everything counted so far goes out under the old settings */
 		reload_close_window(m, &before);
+		closed = true;
 		/* the budget keeps the libraries off (and no new budget
 		 * restarts from full detail): attached now, their probes
 		 * (thousands, each a perf event on older kernels) would be
@@ -1795,6 +1804,11 @@ static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *u
 		m->budget_owed &= budget_missing(m);
 		probes_report(m);
 	}
+	/* a window the reload began lacks what the new settings run without
+	 * (the families' restart in between is the reload's, not a lack); one
+	 * it did not close keeps what it lacked since its start */
+	if (closed)
+		m->lacked = layers_lacking(m);
 	{
 		/* what changed, comma-separated */
 		const char *what[] = {ch & FAM_ALL ? "probes reattached" : NULL,

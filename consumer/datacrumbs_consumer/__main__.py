@@ -179,7 +179,7 @@ def train_and_report(df, labels, a):
                                 with_bytes=a.with_bytes, target=a.target, exclude=a.exclude)
     report["edge_windows_left_out"] = edge
     report["rows_lacking_layers_left_out"] = lacking
-    report["layers_absent"] = mdl["layers_absent"] = absent
+    report["layers_absent"] = absent
     M.save(a.out, report, pred, mdl)
     print(M.table(report))
     print("model, report.json and predictions.csv in %s" % a.out)

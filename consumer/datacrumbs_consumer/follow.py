@@ -153,16 +153,17 @@ def follow(lines, out, labels=None, model=None, idle=5.0, max_windows=0, deadlin
         for key, rows in closed:
             if model is not None and rows:
                 from .model import predict
+                used = {R.layer_of(f.rpartition(".")[0]) for f in model["features"]}
                 ok = []
                 for r in rows:
-                    # a layer the model's rows had but this one lacks: its
-                    # zeros would read as no activity (dataset.complete_rows)
+                    # a layer the model has features of but this row lacks:
+                    # its zeros would read as no activity (dataset.complete_rows)
                     gone = [c[len(R.LACKS_PREFIX):] for c in R.lacks_columns(r) if r[c] and
-                            c[len(R.LACKS_PREFIX):] not in model.get("layers_absent", ())]
+                            c[len(R.LACKS_PREFIX):] in used]
                     if gone:
                         r["predicted_bandwidth"] = None
-                        r["prediction_withheld"] = "lacks %s, which the model was trained " \
-                            "with" % ", ".join(gone)
+                        r["prediction_withheld"] = "lacks %s, whose features the model " \
+                            "uses" % ", ".join(gone)
                     else:
                         ok.append(r)
                 if ok:

@@ -161,6 +161,25 @@ def lacks_columns(columns):
     return [c for c in columns if c.startswith(LACKS_PREFIX)]
 
 
+# the VFS layer's categories (include/datacrumbs/vfs.h); a library's are the
+# operator's own (probes.libraries), so any other function category is one
+VFS_CATEGORIES = {"vfs", "ext4", "xfs", "nfs", "fuse", "iomap", "file_cache", "page_cache",
+                  "bio"}
+LAYER_OF_CATEGORY = {"syscall": None, "access": "files", "block": "block",
+                     "io_uring": "io_uring"}
+
+
+def layer_of(key):
+    """`<function>-<category>` -> the layer a record's `lacks` names for it
+    (None: the system-call layer, which always runs)."""
+    fn, _, cat = key.rpartition("-")
+    if cat in LAYER_OF_CATEGORY:
+        return LAYER_OF_CATEGORY[cat]
+    if cat == "page_cache" and fn in PAGE_CACHE + PAGE_FAULTS:
+        return "page_cache"  # the page-cache layer's own counts, not a VFS function's
+    return "vfs" if cat in VFS_CATEGORIES else "libraries"
+
+
 def record_id(r):
     """What identifies a record: a repeat has the same (docs/kafka.md; a
     window has one agent record)."""

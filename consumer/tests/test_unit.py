@@ -500,14 +500,17 @@ class Lacks(unittest.TestCase):
         self.assertEqual(absent, ["io_uring"], "a layer no row has is just absent")
         kept, out, absent = D.complete_rows(pd.DataFrame({"workload": ["a"], "x": [1]}))
         self.assertEqual((len(kept), out, absent), (1, {}, []))
+        # the rows that lacked it gone already (steady_rows): nothing to say
+        kept, out, absent = D.complete_rows(pd.DataFrame({"workload": ["a"], "lacks_vfs": [0]}))
+        self.assertEqual((len(kept), out, absent), (1, {}, []))
 
     def test_follow_withholds_a_prediction_without_its_layers(self):
         class Const:
             def predict(self, X):
                 return np.zeros(len(X))  # exp(0) = 1 byte/s
 
-        model = {"model": Const(), "features": ["pwrite64-syscall.rate"], "with_bytes": False,
-                 "layers_absent": ["io_uring"]}
+        model = {"model": Const(), "features": ["pwrite64-syscall.rate", "vfs_write-vfs.lat"],
+                 "with_bytes": False}
         recs = fixture_records()
         feats = [i for i, r in enumerate(recs) if r["type"] == "features"]
         recs[feats[0]] = dict(recs[feats[0]], lacks=["vfs"])
@@ -523,7 +526,17 @@ class Lacks(unittest.TestCase):
         rest = [r for r in rows if not r.get("lacks_vfs")]
         self.assertTrue([r for r in rest if r.get("lacks_io_uring")] and
                         all(r["predicted_bandwidth"] == 1.0 for r in rest),
-                        "a layer the model never had does not withhold: %s" % rest)
+                        "a layer the model has no feature of does not withhold: %s" % rest)
+
+    def test_layer_of_a_column(self):
+        for key, want in (("pwrite64-syscall", None), ("writes-access", "files"),
+                          ("write-block", "block"), ("added-page_cache", "page_cache"),
+                          ("fault_arounds-page_cache", "page_cache"),
+                          ("filemap_fault-page_cache", "vfs"), ("ext4_sync_file-ext4", "vfs"),
+                          ("bio_endio-bio", "vfs"), ("write-io_uring", "io_uring"),
+                          ("pwrite-libc", "libraries"), ("H5Dwrite-hdf5", "libraries"),
+                          ("MPI_File_write_at-mpiio", "libraries")):
+            self.assertEqual(R.layer_of(key), want, key)
 
 
 class DamagedInput(unittest.TestCase):
