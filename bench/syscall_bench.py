@@ -18,6 +18,8 @@ alternating the order every round, and reports medians:
             (self.bpf_stats = false): agent minus this is the self-measurement
   agent-stats-always  the default with the statistics on all the time
             (self.bpf_stats_duty = 1), as before they were sampled
+  agent-nofiles, agent-notraces  the default without the file layer, without
+            sampled traces: agent minus each is what that part adds
   agent@PATH  the agent binary at PATH, default configuration: an A/B of
             two builds in one run (e.g. agent,agent@/tmp/datacrumbs-old)
   bpftrace  bpftrace doing the minimal aggregation
@@ -65,6 +67,9 @@ AGENT_CONFIGS = {
     "agent-probe-reads": 'probes = { files = { reads = "probe"; }; };\n',
     # the statistics on all the time (before they were sampled)
     "agent-stats-always": "self = { bpf_stats_duty = 1.0; };\n",
+    # the default less one part: agent minus each is what that part adds
+    "agent-nofiles": "probes = { files = { enable = false; }; };\n",
+    "agent-notraces": "traces = { enable = false; };\n",
 }
 
 
