@@ -861,13 +861,78 @@ def scenario_libs_gone(agent_bin, load_bin):
     c.done()
 
 
+def scenario_reload_owed(agent_bin, load_bin):
+    """A reload of the budget alone, at full detail, starts an owed family
+    at once, in the middle of a window: that window's records lack it
+    (they hold only part of its calls) though its agent record, written at
+    the close, lists it running; the next window's do not."""
+    c = Checks()
+    tmp = tempfile.mkdtemp(prefix="dc-budget-reload-owed-")
+    data = os.path.join(tmp, "data")
+    lib = os.path.join(tmp, "libdc-owed.so.6")
+    shutil.copy(libc_path(load_bin), lib)
+    conf = ('interval = 0.25;\nbudget = { cpu = 0.1; period = 1.0; recover_below = 0.6; };\n'
+            'traces = { output = { dir = "%s"; }; sampling = { one_in_n = 2; rate = 0; }; };\n'
+            'probes = { vfs = { enable = false; };\n'
+            '  libraries = ( { path = "%s"; category = "libc"; functions = ["pwrite*"]; } ); };\n'
+            % (os.path.join(tmp, "traces"), lib))
+    a = Agent(agent_bin, conf)
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        load_two(load_bin, data)
+        ag = agent_records(a.out)
+        if ag and max(r["budget"]["level"] for r in ag) >= LV["libraries_off"]:
+            break
+    os.rename(lib, lib + ".away")
+    # owed at full detail for 17 windows: tries came 1, 2, 4 and 8 windows
+    # apart (at 1, 3, 7 and 15), the next is 16 after the last (window 31),
+    # 3.5 s for the reload to come first
+    poll(lambda: [r for r in agents_now(a) if r["budget"]["level"] == 0 and
+                  r["window"] in libs_owed(agents_now(a))][16:], 60)
+    os.rename(lib + ".away", lib)
+    with open(a.conf, "w") as f:
+        f.write(conf.replace("cpu = 0.1;", "cpu = 0.12;"))
+    # the window in progress: the one after the last published
+    w_hup = max(r["window"] for r in agents_now(a)) + 1
+    a.proc.send_signal(signal.SIGHUP)
+    a.wait_for("READY=1", 30)
+    poll(lambda: [w for w in libs_on(agents_now(a)) if libs_owed(agents_now(a)) and
+                  w > libs_owed(agents_now(a))[-1]][1:], 10)
+    c.eq(a.stop(), 0, "agent exits 0")
+    log = a.log()
+    recs = a.records()
+    ag = [r for r in recs if r["type"] == "agent"]
+    owed = libs_owed(ag)
+    back = [w for w in libs_on(ag) if owed and w > owed[-1]]
+    c.check(owed and back, "the libraries owed, then running again (owed %s, on %s)"
+            % (owed[-3:], back[:3]))
+    # the next try was 14 windows away or more: the reload started them,
+    # in the window it came in (or the next, had a close come between)
+    by_reload = back and back[0] in (w_hup, w_hup + 1) and "Reloaded the configuration" in log
+    c.check(by_reload, "the reload started them, in its window (%d; running from %s)"
+            % (w_hup, back[:1]))
+    if by_reload:
+        w0 = back[0]
+
+        def feats(w):
+            return [r for r in recs if r["type"] == "features" and r["window"] == w]
+        c.check(feats(w0) and all("libraries" in r.get("lacks", []) for r in feats(w0)),
+                "the window the reload started them in lacks them (window %d: %s)"
+                % (w0, [r.get("lacks") for r in feats(w0)]))
+        c.check(feats(w0 + 1) and not any(r.get("lacks") for r in feats(w0 + 1)),
+                "the next window lacks nothing (window %d: %s)"
+                % (w0 + 1, [r.get("lacks") for r in feats(w0 + 1)]))
+    c.done()
+
+
 def main():
     name, agent_bin, load_bin = sys.argv[1:4]
     require_root()
     {"selfcost": scenario_selfcost, "selfcost-bursts": scenario_bursts,
      "budget": scenario_budget, "budget-reload": scenario_budget_reload,
      "budget-reload-close": scenario_reload_close, "budget-trial": scenario_trial,
-     "budget-retry": scenario_retry, "libs-gone": scenario_libs_gone}[name](agent_bin, load_bin)
+     "budget-retry": scenario_retry, "libs-gone": scenario_libs_gone,
+     "budget-reload-owed": scenario_reload_owed}[name](agent_bin, load_bin)
 
 
 if __name__ == "__main__":
