@@ -125,6 +125,7 @@ struct manager {
 	uint64_t budget_switch_us_pub; /* the same, for the next window's record */
 	bool vfs_attached;	       /* the VFS layer attached under this configuration */
 	unsigned lacked; /* layers_lacking() at the window's start, and at any change since */
+	uint64_t win_map_full, win_recursion; /* the window being published: losses.* */
 	/* families (FAM_LIBS, FAM_VFS) the budget gave back, or a reload's
 	 * rollback restarted, that did not start: tried again at a close
 	 * every owed_gap windows, the gap doubling up to 64 windows or a
@@ -500,6 +501,8 @@ static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uin
 	struct dc_proc_info proc;
 	struct dc_proc_ident id;
 	struct dc_layers lay = {.lacks = m->lacked | layers_lacking(m),
+				.lost_map_full = m->win_map_full,
+				.lost_recursion = m->win_recursion,
 				.pc_on = m->pc != NULL,
 				.page_size = m->page_size};
 	struct dc_blk_sum blk[DC_BLK_OP_MAX];
@@ -974,17 +977,27 @@ static void sink_losses_since(struct manager *m, size_t i)
 	*prev = *now;
 }
 
+/* Events of the window that found a map full, every layer (counted in the
+ * unattributed totals or not at all): the agent record's losses.map_full,
+ * and what every features record of the window is told (record.h) */
+static uint64_t map_full_sum(const uint64_t *sys, const uint64_t *blk, const uint64_t *pc,
+			     const uint64_t *ur, const uint64_t *file, const uint64_t *up,
+			     const uint64_t *vfs)
+{
+	return sys[DC_CNT_AGG_FULL] + sys[DC_CNT_STASH_FAIL] + blk[DC_BLK_CNT_AGG_FULL] +
+	       blk[DC_BLK_CNT_RQ_FULL] + pc[DC_PC_CNT_AGG_FULL] + ur[DC_UR_CNT_AGG_FULL] +
+	       ur[DC_UR_CNT_INFLIGHT_FULL] + file[DC_FILE_CNT_AGG_FULL] + up[DC_FN_CNT_AGG_FULL] +
+	       vfs[DC_FN_CNT_AGG_FULL];
+}
+
 static void window_losses(struct manager *m, const struct dc_agent_stats *st)
 {
 	struct window_losses *l = &m->losses;
 
 	*l = (struct window_losses){
 	    .map_full =
-		st->counters[DC_CNT_AGG_FULL] + st->counters[DC_CNT_STASH_FAIL] +
-		st->blk_counters[DC_BLK_CNT_AGG_FULL] + st->blk_counters[DC_BLK_CNT_RQ_FULL] +
-		st->pc_counters[DC_PC_CNT_AGG_FULL] + st->ur_counters[DC_UR_CNT_AGG_FULL] +
-		st->ur_counters[DC_UR_CNT_INFLIGHT_FULL] + st->file_counters[DC_FILE_CNT_AGG_FULL] +
-		st->up_counters[DC_FN_CNT_AGG_FULL] + st->vfs_counters[DC_FN_CNT_AGG_FULL],
+		map_full_sum(st->counters, st->blk_counters, st->pc_counters, st->ur_counters,
+			     st->file_counters, st->up_counters, st->vfs_counters),
 	    .ring_full = st->tr_drop + st->file_counters[DC_FILE_CNT_PATH_LOST] +
 			 st->tr_window.layers[DC_LAYER_LIB][DC_TR_DROPPED] +
 			 st->tr_window.layers[DC_LAYER_VFS][DC_TR_DROPPED] +
@@ -1178,6 +1191,12 @@ static int manager_close_window(struct manager *m)
 	if (m->traces)
 		traces_read(m, &w);
 
+	/* counts lost to a full map may be any process's: every record of
+	 * the window says so (the same sums as the agent record's losses) */
+	m->win_map_full = map_full_sum(res.counters, bres.counters, pres.counters, urres.counters,
+				       fres.counters, ures.counters, vres.counters);
+	m->win_recursion = res.recursion_misses + bres.recursion_misses + pres.recursion_misses +
+			   urres.recursion_misses;
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	featvec_sort(res.entries, res.n);
 	res.n = featvec_merge(res.entries, res.n);

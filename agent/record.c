@@ -404,6 +404,15 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 				json_str(&j, lacks_name(l));
 		json_arr_end(&j);
 	}
+	if (lay && (lay->lost_map_full || lay->lost_recursion)) {
+		json_key(&j, "window_losses");
+		json_obj_begin(&j);
+		json_key(&j, "map_full");
+		json_u64(&j, lay->lost_map_full);
+		json_key(&j, "recursion_misses");
+		json_u64(&j, lay->lost_recursion);
+		json_obj_end(&j);
+	}
 
 	json_key(&j, "ops");
 	json_obj_begin(&j);

@@ -82,6 +82,11 @@ struct dc_layers {
 	 * kernel refused). Their members are missing, which a consumer must
 	 * not read as no activity. */
 	unsigned lacks;
+	/* the window's events that found a map full and program runs the
+	 * kernel skipped, node-wide (the agent record's losses.map_full and
+	 * recursion_misses): whose counts they were is not known, so any
+	 * process's record may be short of them */
+	uint64_t lost_map_full, lost_recursion;
 	const struct dc_blk_sum *blk; /* [DC_BLK_OP_MAX] */
 	const struct dc_pc_val *pc;   /* page cache, NULL also when no activity */
 	bool pc_on;

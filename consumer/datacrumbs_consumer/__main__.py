@@ -169,16 +169,26 @@ def cmd_generate(a):
 
 def train_and_report(df, labels, a):
     from . import model as M
-    from .dataset import complete_rows, steady_rows
+    from .dataset import complete_rows, lossless_rows, steady_rows
     df, edge = steady_rows(df, labels)
     df, lacking, absent = complete_rows(df)
     if lacking:
         log.info("left out %s: measured without layers other rows have (records' lacks)",
                  ", ".join("%d rows lacking %s" % (n, k) for k, n in sorted(lacking.items())))
+    df, lossy = lossless_rows(df)
+    if lossy and not len(df):
+        raise ValueError("every row's window lost counts to a full map or skipped program runs "
+                         "(records' window_losses): size the agent's maps.* for the node (its "
+                         "agent records' drops say which)")
+    if lossy:
+        log.info("left out %d rows of windows that lost counts to a full map or skipped "
+                 "program runs (records' window_losses; the agent record's losses say which)",
+                 lossy)
     report, pred, mdl = M.train(df, labels, seed=a.seed, test_size=a.test_size, trees=a.trees,
                                 with_bytes=a.with_bytes, target=a.target, exclude=a.exclude)
     report["edge_windows_left_out"] = edge
     report["rows_lacking_layers_left_out"] = lacking
+    report["rows_with_window_losses_left_out"] = lossy
     report["layers_absent"] = absent
     M.save(a.out, report, pred, mdl)
     print(M.table(report))

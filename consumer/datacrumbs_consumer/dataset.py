@@ -260,6 +260,17 @@ def complete_rows(df):
     return df[keep].copy(), out, [c[len(R.LACKS_PREFIX):] for c in every]
 
 
+def lossless_rows(df):
+    """Rows none of whose records' windows lost counts node-wide (docs/
+    records.md `window_losses`: events that found a map full, program runs
+    the kernel skipped), and how many were left out. Whose counts were lost
+    is not known, so any row of such a window may be short of them."""
+    if R.LOSSY not in df.columns or not len(df):
+        return df, 0
+    lossy = df[R.LOSSY] > 0
+    return df[~lossy].copy(), int(lossy.sum())
+
+
 def agent_bandwidth(df):
     """Bytes/s the records themselves say each row moved (system-call bytes / window)."""
     cols = [c for c in df.columns if c.endswith("-syscall.bytes") and

@@ -41,6 +41,9 @@ ACCESS_BYTES = {"bytes_read": "read", "bytes_written": "write"}
 # a row's count of records that lacked a layer (the record's `lacks`): not a
 # feature, but what tells a layer's absence from its silence (complete_rows)
 LACKS_PREFIX = "lacks_"
+# a row's count of records whose window lost counts node-wide (the record's
+# `window_losses`: a full map, runs the kernel skipped): not a feature
+LOSSY = "records_with_window_losses"
 
 
 class RecordError(ValueError):
@@ -153,6 +156,10 @@ def row_of(rec, workload=None):
     row["processes"] = 1
     for layer in rec.get("lacks") or ():
         row[LACKS_PREFIX + layer] = 1
+    wl = rec.get("window_losses") or {}
+    if wl.get("map_full") or wl.get("recursion_misses"):
+        # the node lost counts of this window that may be any process's
+        row[LOSSY] = 1
     return row
 
 

@@ -151,24 +151,29 @@ def main():
         # CPU budget's vfs_off, say) are left out of training; one every row
         # lacks is just absent (dataset.complete_rows)
         lrows = os.path.join(tmp, "lacking.csv")
-        names = list(rows[0]) + ["lacks_vfs", "lacks_io_uring"] if rows else []
+        names = list(rows[0]) + ["lacks_vfs", "lacks_io_uring",
+                                 "records_with_window_losses"] if rows else []
         with open(lrows, "w", newline="") as fh:
             wr = csv.DictWriter(fh, names)
             wr.writeheader()
             for i, r in enumerate(rows):
-                wr.writerow(dict(r, lacks_vfs=int(i % 3 == 0), lacks_io_uring=1))
+                # and rows of windows that lost counts node-wide (window_losses)
+                wr.writerow(dict(r, lacks_vfs=int(i % 3 == 0), lacks_io_uring=1,
+                                 records_with_window_losses=int(i % 3 == 1 and i % 2 == 0)))
         lout = os.path.join(tmp, "out-lacking")
         p = cli("train", "--rows", lrows, "--labels", labels, "--out", lout, "--trees", "30")
         c.eq(p.returncode, 0, "train on rows some of which lack the VFS layer exits 0")
         if p.returncode == 0:
             r2 = json.load(open(os.path.join(lout, "report.json")))
             left = r2["rows_lacking_layers_left_out"]
-            c.check(left.get("vfs", 0) > 0 and set(left) == {"vfs"} and
-                    r2["rows"] + r2["rows_without_bandwidth"] + left["vfs"] ==
+            lossy = r2["rows_with_window_losses_left_out"]
+            c.check(left.get("vfs", 0) > 0 and set(left) == {"vfs"} and lossy > 0 and
+                    r2["rows"] + r2["rows_without_bandwidth"] + left["vfs"] + lossy ==
                     rep["rows"] + rep["rows_without_bandwidth"],
-                    "the rows lacking the VFS layer left out of training, counted (%s; rows %d "
-                    "+ %d without bandwidth, before %d + %d)" % (left, r2["rows"],
-                    r2["rows_without_bandwidth"], rep["rows"], rep["rows_without_bandwidth"]))
+                    "the rows lacking the VFS layer and those of windows with losses left out "
+                    "of training, counted (%s, %d lossy; rows %d + %d without bandwidth, before "
+                    "%d + %d)" % (left, lossy, r2["rows"], r2["rows_without_bandwidth"],
+                                  rep["rows"], rep["rows_without_bandwidth"]))
             c.eq(r2["layers_absent"], ["io_uring"], "a layer every row lacks: absent, no row "
                  "left out for it")
 

@@ -504,6 +504,19 @@ class Lacks(unittest.TestCase):
         kept, out, absent = D.complete_rows(pd.DataFrame({"workload": ["a"], "lacks_vfs": [0]}))
         self.assertEqual((len(kept), out, absent), (1, {}, []))
 
+    def test_rows_of_windows_with_losses_left_out(self):
+        import pandas as pd
+        rec = [r for r in fixture_records() if r["type"] == "features"][0]
+        self.assertEqual(R.row_of(dict(rec, window_losses={"map_full": 0,
+                                                           "recursion_misses": 2}))[R.LOSSY], 1)
+        self.assertNotIn(R.LOSSY, R.row_of(rec))
+        self.assertNotIn(R.LOSSY, R.stat_columns([R.LOSSY]), "never a feature")
+        df = pd.DataFrame({"workload": ["a", "b", "c"], R.LOSSY: [0, 3, 0]})
+        kept, n = D.lossless_rows(df)
+        self.assertEqual((list(kept["workload"]), n), (["a", "c"], 1))
+        kept, n = D.lossless_rows(pd.DataFrame({"workload": ["a"]}))
+        self.assertEqual((len(kept), n), (1, 0))
+
     def test_follow_withholds_a_prediction_without_its_layers(self):
         class Const:
             def predict(self, X):

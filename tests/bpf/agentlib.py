@@ -376,3 +376,13 @@ def check_schema(c, records):
     c.check(tiles, "each window starts where the previous ended")
     feats_after = [r for r in records if r["type"] == "features" and r["window"] not in seqs]
     c.check(not feats_after, "every features record belongs to a published window")
+    # the window's losses that may be any process's, in each of its records
+    # (docs/records.md window_losses): there exactly when the agent record has them
+    lost = {r["window"]: {"map_full": r["losses"]["map_full"],
+                          "recursion_misses": r["losses"]["recursion_misses"]}
+            for r in agents}
+    wrong = [(r["window"], r["pid"], r.get("window_losses"), lost[r["window"]])
+             for r in records if r["type"] == "features" and r["window"] in lost and
+             r.get("window_losses", {"map_full": 0, "recursion_misses": 0}) != lost[r["window"]]]
+    c.check(not wrong, "each features record carries its window's map-full and recursion "
+            "losses, where there were any (window, pid, record's, agent's): %s" % wrong[:3])

@@ -208,6 +208,9 @@ def scenario_overflow(agent_bin, wl_bin):
             sum(p["iters"] * p["threads"] * p["size"] for p in params))
     c.eq(total, want, "pwrite64 attributed + unattributed = all calls made (count, bytes)")
     c.check(len(unattr) > 0, "some calls were counted as unattributed")
+    told = [r["window"] for r in recs if r["type"] == "features" and
+            r.get("window_losses", {}).get("map_full")]
+    c.check(told, "features records of windows with map-full losses say so (%d)" % len(told))
     c.done()
 
 

@@ -112,7 +112,22 @@ int main(void)
 		buf_reset(&b);
 		record_features(&b, &ctx, &id, e, end, &lay);
 		buf_putc(&b, 0);
-		CHECK(!strstr(b.data, "\"lacks\""), "layers given, none lacking: no lacks member");
+		CHECK(!strstr(b.data, "\"lacks\"") && !strstr(b.data, "\"window_losses\""),
+		      "layers given, none lacking, no losses: neither member");
+		lay.lost_map_full = 3;
+		buf_reset(&b);
+		record_features(&b, &ctx, &id, e, end, &lay);
+		buf_putc(&b, 0);
+		CHECK(strstr(b.data, "\"job\":{},\"window_losses\":{\"map_full\":3,"
+				     "\"recursion_misses\":0},\"ops\":{") != NULL,
+		      "the window's losses, both named, after the job");
+		lay.lost_map_full = 0;
+		lay.lost_recursion = 1;
+		buf_reset(&b);
+		record_features(&b, &ctx, &id, e, end, &lay);
+		buf_putc(&b, 0);
+		CHECK(strstr(b.data, "\"window_losses\":{\"map_full\":0,\"recursion_misses\":1}"),
+		      "a recursion miss alone");
 		CHECK_STR(lacks_name(DC_LACKS_PAGE_CACHE), "page_cache", "names as in the records");
 		CHECK_STR(lacks_name(DC_LACKS_MAX), "unknown", "out of range");
 	}
