@@ -754,14 +754,13 @@ def agents_now(a):
     return agent_records(a.out)
 
 
-def scenario_retry(agent_bin, load_bin):
-    """A family the budget gave back that fails to start when detail is
-    restored (its library gone meanwhile) is tried again at later closes,
-    and comes back once it can, without another change of level."""
-    c = Checks()
-    tmp = tempfile.mkdtemp(prefix="dc-budget-retry-")
+def owed_libs_agent(agent_bin, load_bin, name):
+    """An agent with uprobes on a private copy of libc (which a test can
+    take away) and no VFS layer, loaded until the budget reached
+    libraries_off: (agent, its configuration, the copy, the load's dir)."""
+    tmp = tempfile.mkdtemp(prefix="dc-budget-%s-" % name)
     data = os.path.join(tmp, "data")
-    lib = os.path.join(tmp, "libdc-retry.so.6")
+    lib = os.path.join(tmp, "libdc-%s.so.6" % name)
     shutil.copy(libc_path(load_bin), lib)
     conf = ('interval = 0.25;\nbudget = { cpu = 0.1; period = 1.0; recover_below = 0.6; };\n'
             'traces = { output = { dir = "%s"; }; sampling = { one_in_n = 2; rate = 0; }; };\n'
@@ -769,13 +768,22 @@ def scenario_retry(agent_bin, load_bin):
             '  libraries = ( { path = "%s"; category = "libc"; functions = ["pwrite*"]; } ); };\n'
             % (os.path.join(tmp, "traces"), lib))
     a = Agent(agent_bin, conf)
-    top = LV["libraries_off"]
     deadline = time.monotonic() + 40
     while time.monotonic() < deadline:
         load_two(load_bin, data)
         ag = agent_records(a.out)
-        if ag and max(r["budget"]["level"] for r in ag) >= top:
+        if ag and max(r["budget"]["level"] for r in ag) >= LV["libraries_off"]:
             break
+    return a, conf, lib, data
+
+
+def scenario_retry(agent_bin, load_bin):
+    """A family the budget gave back that fails to start when detail is
+    restored (its library gone meanwhile) is tried again at later closes,
+    and comes back once it can, without another change of level."""
+    c = Checks()
+    a, _, lib, _ = owed_libs_agent(agent_bin, load_bin, "retry")
+    top = LV["libraries_off"]
     # the library goes away while its probes are off: they cannot come back
     os.rename(lib, lib + ".away")
     # idle: full detail again, the libraries owed
@@ -867,22 +875,7 @@ def scenario_reload_owed(agent_bin, load_bin):
     (they hold only part of its calls) though its agent record, written at
     the close, lists it running; the next window's do not."""
     c = Checks()
-    tmp = tempfile.mkdtemp(prefix="dc-budget-reload-owed-")
-    data = os.path.join(tmp, "data")
-    lib = os.path.join(tmp, "libdc-owed.so.6")
-    shutil.copy(libc_path(load_bin), lib)
-    conf = ('interval = 0.25;\nbudget = { cpu = 0.1; period = 1.0; recover_below = 0.6; };\n'
-            'traces = { output = { dir = "%s"; }; sampling = { one_in_n = 2; rate = 0; }; };\n'
-            'probes = { vfs = { enable = false; };\n'
-            '  libraries = ( { path = "%s"; category = "libc"; functions = ["pwrite*"]; } ); };\n'
-            % (os.path.join(tmp, "traces"), lib))
-    a = Agent(agent_bin, conf)
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline:
-        load_two(load_bin, data)
-        ag = agent_records(a.out)
-        if ag and max(r["budget"]["level"] for r in ag) >= LV["libraries_off"]:
-            break
+    a, conf, lib, _ = owed_libs_agent(agent_bin, load_bin, "owed")
     os.rename(lib, lib + ".away")
     # owed at full detail for 17 windows: tries came 1, 2, 4 and 8 windows
     # apart (at 1, 3, 7 and 15), the next is 16 after the last (window 31),
