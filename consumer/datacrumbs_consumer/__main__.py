@@ -178,8 +178,8 @@ def train_and_report(df, labels, a):
     df, lossy = lossless_rows(df)
     if lossy and not len(df):
         raise ValueError("every row's window lost counts to a full map or skipped program runs "
-                         "(records' window_losses): size the agent's maps.* for the node (its "
-                         "agent records' drops say which)")
+                         "(records' window_losses): for map_full, size the agent's maps.* for "
+                         "the node (its agent records' drops say which map)")
     if lossy:
         log.info("left out %d rows of windows that lost counts to a full map or skipped "
                  "program runs (records' window_losses; the agent record's losses say which)",
