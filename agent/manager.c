@@ -125,7 +125,10 @@ struct manager {
 	uint64_t budget_switch_us_pub; /* the same, for the next window's record */
 	bool vfs_attached;	       /* the VFS layer attached under this configuration */
 	unsigned lacked; /* layers_lacking() at the window's start, and at any change since */
-	uint64_t win_map_full, win_recursion; /* the window being published: losses.* */
+	/* the window being published: its lacks and its losses.*, told to
+	 * each of its features records */
+	unsigned win_lacks;
+	uint64_t win_map_full, win_recursion;
 	/* families (FAM_LIBS, FAM_VFS) the budget gave back, or a reload's
 	 * rollback restarted, that did not start: tried again at a close
 	 * every owed_gap windows, the gap doubling up to 64 windows or a
@@ -500,7 +503,7 @@ static int emit_features(struct manager *m, const struct dc_record_ctx *ctx, uin
 {
 	struct dc_proc_info proc;
 	struct dc_proc_ident id;
-	struct dc_layers lay = {.lacks = m->lacked | layers_lacking(m),
+	struct dc_layers lay = {.lacks = m->win_lacks,
 				.lost_map_full = m->win_map_full,
 				.lost_recursion = m->win_recursion,
 				.pc_on = m->pc != NULL,
@@ -1197,6 +1200,7 @@ static int manager_close_window(struct manager *m)
 				       fres.counters, ures.counters, vres.counters);
 	m->win_recursion = res.recursion_misses + bres.recursion_misses + pres.recursion_misses +
 			   urres.recursion_misses;
+	m->win_lacks = m->lacked | layers_lacking(m);
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	featvec_sort(res.entries, res.n);
 	res.n = featvec_merge(res.entries, res.n);

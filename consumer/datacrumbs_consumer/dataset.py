@@ -255,9 +255,9 @@ def complete_rows(df):
     every = [c for c in cols if (df[c] > 0).all()]
     some = [c for c in cols if c not in every and (df[c] > 0).any()]
     missing = (df[some] > 0) if some else pd.DataFrame(index=df.index)
-    out = {c[len(R.LACKS_PREFIX):]: int(missing[c].sum()) for c in some}
+    out = {R.lacks_layer(c): int(missing[c].sum()) for c in some}
     keep = ~missing.any(axis=1) if some else pd.Series(True, index=df.index)
-    return df[keep].copy(), out, [c[len(R.LACKS_PREFIX):] for c in every]
+    return df[keep].copy(), out, [R.lacks_layer(c) for c in every]
 
 
 def lossless_rows(df):

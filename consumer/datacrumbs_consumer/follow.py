@@ -158,8 +158,8 @@ def follow(lines, out, labels=None, model=None, idle=5.0, max_windows=0, deadlin
                 for r in rows:
                     # a layer the model has features of but this row lacks:
                     # its zeros would read as no activity (dataset.complete_rows)
-                    gone = [c[len(R.LACKS_PREFIX):] for c in R.lacks_columns(r) if r[c] and
-                            c[len(R.LACKS_PREFIX):] in used]
+                    gone = [R.lacks_layer(c) for c in R.lacks_columns(r)
+                            if r[c] and R.lacks_layer(c) in used]
                     if gone:
                         r["predicted_bandwidth"] = None
                         r["prediction_withheld"] = "lacks %s, whose features the model " \

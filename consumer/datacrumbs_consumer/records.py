@@ -168,6 +168,11 @@ def lacks_columns(columns):
     return [c for c in columns if c.startswith(LACKS_PREFIX)]
 
 
+def lacks_layer(col):
+    """`lacks_vfs` -> "vfs"."""
+    return col[len(LACKS_PREFIX):]
+
+
 # the VFS layer's categories (include/datacrumbs/vfs.h); a library's are the
 # operator's own (probes.libraries), so any other function category is one
 VFS_CATEGORIES = {"vfs", "ext4", "xfs", "nfs", "fuse", "iomap", "file_cache", "page_cache",
