@@ -8,7 +8,7 @@
 #include "fnagg.h"
 #include "macro.h"
 
-int fn_agg_prepare(struct fn_agg *a, struct bpf_map *agg_gen, struct bpf_map *clock,
+int fn_agg_prepare(struct fn_agg *a, struct bpf_map *agg_gen, struct bpf_map *clock, int clock_fd,
 		   struct bpf_map *counters, const char *name, unsigned max_keys, bool percpu)
 {
 	memset(a, 0, sizeof(*a));
@@ -18,7 +18,7 @@ int fn_agg_prepare(struct fn_agg *a, struct bpf_map *agg_gen, struct bpf_map *cl
 	a->ncpus = libbpf_num_possible_cpus();
 	if (a->ncpus <= 0)
 		return a->ncpus ? a->ncpus : -EINVAL;
-	return winmap_prepare(&a->win, agg_gen, clock, name, sizeof(struct dc_fn_key),
+	return winmap_prepare(&a->win, agg_gen, clock, clock_fd, name, sizeof(struct dc_fn_key),
 			      sizeof(struct dc_fn_val), max_keys, percpu, a->ncpus);
 }
 

@@ -35,8 +35,8 @@ struct fn_agg {
 	uint64_t counters_prev[DC_FN_CNT_MAX];
 };
 
-/* Before load. */
-int fn_agg_prepare(struct fn_agg *a, struct bpf_map *agg_gen, struct bpf_map *clock,
+/* Before load; clock_fd as winmap_prepare()'s. */
+int fn_agg_prepare(struct fn_agg *a, struct bpf_map *agg_gen, struct bpf_map *clock, int clock_fd,
 		   struct bpf_map *counters, const char *name, unsigned max_keys, bool percpu);
 /* After load. */
 int fn_agg_install(struct fn_agg *a);

@@ -59,6 +59,7 @@ struct manager {
 	sd_event *event;
 	sd_event_source *timer;
 	struct probe_syscall *sys;
+	int clock_fd;		    /* every family's windows' clock (winclock_new()) */
 	struct probe_block *blk;    /* NULL when probes.block.enable is false */
 	struct probe_pagecache *pc; /* likewise */
 	struct probe_uprobe *up;    /* NULL when no library is configured */
@@ -204,6 +205,8 @@ struct manager *manager_free(struct manager *m)
 	sd_event_unref(m->event);
 	m->pool = jobpool_free(m->pool);
 	probes_detach(m); /* done already after a clean run (manager_run) */
+	if (m->clock_fd >= 0)
+		close(m->clock_fd);
 	sd_event_source_unref(m->files_io);
 	free(m->fh_seen);
 	free(m->libstats);
@@ -1090,29 +1093,27 @@ static void budget_owe(struct manager *m, size_t i);
 static void probes_report(struct manager *m);
 
 /*
- * Every layer's keyed counts end their window here, one store after
- * another on this thread, before the drains' threads start (the overflow
- * totals and loss counters are read on those: docs/design.md): a call is
- * in the same window in every
- * layer that saw it (one exit program run writes the file layer's keys,
- * then the system-call layer's; a buffered write's pages are dirtied
- * inside the call). Flipped by each family on its own thread, the layers
- * ended up to 8 ms apart when the node was busy, and a window's page-cache
- * dirtying then disagreed with its writes by hundreds of pages. The stack
- * profile flips on its own thread: its window map and its stack generations
- * turn together (stacks.c).
+ * Every layer's keyed counts end their window here, on this thread, before
+ * the drains' threads start (the overflow totals and loss counters are read
+ * on those: docs/design.md): a call is in the same window in every layer
+ * that saw it (one exit program run writes the file layer's keys, then the
+ * system-call layer's; a buffered write's pages are dirtied inside the
+ * call). The window maps' clock is the system-call slot map's seq
+ * (winmap.h): they note the slot they close, then the slot maps' stores
+ * end every layer's window, the file layer's one store before. Flipped by
+ * each family on its own thread, the layers ended up to 8 ms apart when the
+ * node was busy, and a window's page-cache dirtying then disagreed with its
+ * writes by hundreds of pages. With a clock each, raised one store after
+ * another, a preemption between two stores would split the calls of that
+ * moment between windows; one store leaves no such moment. The stack profile flips on its own
+ * thread: its window map and its stack generations turn together
+ * (stacks.c).
  */
 static void flip_layers(struct manager *m)
 {
 	struct slotmap *maps[2];
 	size_t n = 0;
 
-	if (m->sys) {
-		if (m->files)
-			maps[n++] = probe_file_slotmap(m->files);
-		maps[n++] = probe_syscall_slotmap(m->sys);
-	}
-	slotmap_flip_together(maps, n);
 	if (m->blk)
 		winmap_flip(probe_block_winmap(m->blk));
 	if (m->pc)
@@ -1123,6 +1124,12 @@ static void flip_layers(struct manager *m)
 		winmap_flip(probe_uprobe_winmap(m->up));
 	if (m->vfs)
 		winmap_flip(probe_vfs_winmap(m->vfs));
+	if (m->sys) {
+		if (m->files)
+			maps[n++] = probe_file_slotmap(m->files);
+		maps[n++] = probe_syscall_slotmap(m->sys);
+	}
+	slotmap_flip_together(maps, n);
 }
 
 /* Close the current window and publish everything it counted. */
@@ -2239,15 +2246,15 @@ static bool plain_ok(const struct dc_config *cfg)
 
 static int start_syscall(struct manager *m, void *p)
 {
-	return probe_syscall_new(((struct start_args *)p)->cfg, m->traces, &m->sys);
+	return probe_syscall_new(((struct start_args *)p)->cfg, m->traces, m->clock_fd, &m->sys);
 }
 
 static int start_libs(struct manager *m, void *p)
 {
 	struct start_args *a = p;
 
-	return probe_uprobe_new(a->cfg, m->traces, plain_ok(a->cfg), &m->up, a->libs_err,
-				sizeof(a->libs_err));
+	return probe_uprobe_new(a->cfg, m->traces, m->clock_fd, plain_ok(a->cfg), &m->up,
+				a->libs_err, sizeof(a->libs_err));
 }
 
 static int start_vfs(struct manager *m, void *p)
@@ -2263,6 +2270,7 @@ static int start_vfs(struct manager *m, void *p)
 	    .exclude_tgid = cfg->exclude_self ? (uint32_t)getpid() : 0,
 	    .filter = m->filter,
 	    .traces = m->traces,
+	    .clock_fd = m->clock_fd,
 	};
 
 	bool selected[DC_VFS_MAX];
@@ -2282,17 +2290,17 @@ static int start_vfs(struct manager *m, void *p)
 
 static int start_pagecache(struct manager *m, void *p)
 {
-	return probe_pagecache_new(((struct start_args *)p)->cfg, &m->pc);
+	return probe_pagecache_new(((struct start_args *)p)->cfg, m->clock_fd, &m->pc);
 }
 
 static int start_uring(struct manager *m, void *p)
 {
-	return probe_uring_new(((struct start_args *)p)->cfg, &m->ur);
+	return probe_uring_new(((struct start_args *)p)->cfg, m->clock_fd, &m->ur);
 }
 
 static int start_block(struct manager *m, void *p)
 {
-	return probe_block_new(((struct start_args *)p)->cfg, m->traces, &m->blk);
+	return probe_block_new(((struct start_args *)p)->cfg, m->traces, m->clock_fd, &m->blk);
 }
 
 /* The main thread's part of the syscall family: its rings on the event loop. */
@@ -2641,6 +2649,7 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return log_error_errno(-ENOMEM, "Out of memory");
+	m->clock_fd = -1;
 	m->cfg = *cfg;
 	/* before anything starts: a cgroup that does not exist is the
 	 * configuration's fault, not the host's */
@@ -2680,6 +2689,9 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	if (jobpool_threads(m->pool) < FAMILY_JOBS_MAX)
 		log_warning("Only %u of %u threads for the window's drains: they run in turn",
 			    jobpool_threads(m->pool), FAMILY_JOBS_MAX);
+	m->clock_fd = winclock_new();
+	if (m->clock_fd < 0)
+		return log_error_errno(m->clock_fd, "Cannot create the windows' clock map: %m");
 	/* window 0 starts before the first program attaches: the families
 	 * attached first count while the rest load (seconds, for a thousand
 	 * library functions), and those calls are window 0's */

@@ -34,6 +34,7 @@ struct probe_block {
 	int ncpus;
 	bool percpu;
 	struct winmap agg;
+	int clock_fd; /* the windows' clock (winmap_prepare()) */
 	struct dc_filter *filter;
 	struct traces *traces; /* not owned; NULL when traces are off */
 	char detail[384];
@@ -111,8 +112,8 @@ static int try_mechanism(struct probe_block *p, const struct dc_config *cfg, enu
 	for (int i = 0; i < MECH_MAX; i++)
 		for (int j = 0; j < 5; j++)
 			bpf_program__set_autoload(progs[i][j], i == (int)m);
-	r = winmap_prepare(&p->agg, skel->maps.agg_gen, skel->maps.agg_gen_clock, "dc_blk",
-			   sizeof(struct dc_blk_key), sizeof(struct dc_blk_val),
+	r = winmap_prepare(&p->agg, skel->maps.agg_gen, skel->maps.agg_gen_clock, p->clock_fd,
+			   "dc_blk", sizeof(struct dc_blk_key), sizeof(struct dc_blk_val),
 			   (unsigned)cfg->block_max_keys, p->percpu, p->ncpus);
 	if (!r)
 		r = filter_prepare(p->filter, skel->obj);
@@ -161,7 +162,8 @@ static void undo(void *ctx)
 	winmap_close(&p->agg);
 }
 
-int probe_block_new(const struct dc_config *cfg, struct traces *traces, struct probe_block **ret)
+int probe_block_new(const struct dc_config *cfg, struct traces *traces, int clock_fd,
+		    struct probe_block **ret)
 {
 	/* Never plain adds here, whatever the preemption model: completions run
 	 * in interrupt context too, and an interrupt's run of the completion
@@ -179,6 +181,7 @@ int probe_block_new(const struct dc_config *cfg, struct traces *traces, struct p
 	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
 	p->ncpus = libbpf_num_possible_cpus();
 	p->traces = traces;
+	p->clock_fd = clock_fd;
 	{
 		char err[512];
 

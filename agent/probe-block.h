@@ -15,8 +15,10 @@ struct probe_block;
 struct winmap;
 
 struct traces;
-/* traces: the ring its requests' events go to (traces_share()), or NULL. */
-int probe_block_new(const struct dc_config *cfg, struct traces *traces, struct probe_block **ret);
+/* traces: the ring its requests' events go to (traces_share()), or NULL;
+ * clock_fd: the windows' clock (winmap_prepare()), -1 for its own. */
+int probe_block_new(const struct dc_config *cfg, struct traces *traces, int clock_fd,
+		    struct probe_block **ret);
 struct probe_block *probe_block_free(struct probe_block *p);
 const char *probe_block_mechanism(const struct probe_block *p);
 const char *probe_block_detail(const struct probe_block *p);

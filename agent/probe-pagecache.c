@@ -27,6 +27,7 @@ struct probe_pagecache {
 	enum mech mech;
 	int ncpus;
 	struct winmap agg;
+	int clock_fd; /* the windows' clock (winmap_prepare()) */
 	struct dc_filter *filter;
 	char detail[256];
 	struct dc_pc_entry *entries;
@@ -105,8 +106,8 @@ static int try_mechanism(struct probe_pagecache *p, const struct dc_config *cfg,
 	bpf_program__set_autoload(skel->progs.dc_pc_around_btf, p->faults && m == MECH_TP_BTF);
 	bpf_program__set_autoload(skel->progs.dc_pc_fault_tp, p->faults && m == MECH_TRACEPOINT);
 	bpf_program__set_autoload(skel->progs.dc_pc_around_tp, p->faults && m == MECH_TRACEPOINT);
-	r = winmap_prepare(&p->agg, skel->maps.agg_gen, skel->maps.agg_gen_clock, "dc_pc",
-			   sizeof(struct dc_pc_key), sizeof(struct dc_pc_val),
+	r = winmap_prepare(&p->agg, skel->maps.agg_gen, skel->maps.agg_gen_clock, p->clock_fd,
+			   "dc_pc", sizeof(struct dc_pc_key), sizeof(struct dc_pc_val),
 			   (unsigned)cfg->pagecache_max_keys, percpu, p->ncpus);
 	if (!r)
 		r = filter_prepare(p->filter, skel->obj);
@@ -160,7 +161,7 @@ static int attempt(void *ctx, int m)
 	return r;
 }
 
-int probe_pagecache_new(const struct dc_config *cfg, struct probe_pagecache **ret)
+int probe_pagecache_new(const struct dc_config *cfg, int clock_fd, struct probe_pagecache **ret)
 {
 	/* atomic adds always: page-cache tracepoints are not confined to task
 	 * context (see probe-block.c for what interleaving runs do to plain adds) */
@@ -175,6 +176,7 @@ int probe_pagecache_new(const struct dc_config *cfg, struct probe_pagecache **re
 	if (!p)
 		return -ENOMEM;
 	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
+	p->clock_fd = clock_fd;
 	p->ncpus = libbpf_num_possible_cpus();
 	if (p->ncpus <= 0)
 		return p->ncpus ? p->ncpus : -EINVAL;

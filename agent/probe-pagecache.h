@@ -20,7 +20,8 @@ struct dc_pc_entry {
 struct probe_pagecache;
 struct winmap;
 
-int probe_pagecache_new(const struct dc_config *cfg, struct probe_pagecache **ret);
+/* clock_fd: the windows' clock (winmap_prepare()), -1 for its own. */
+int probe_pagecache_new(const struct dc_config *cfg, int clock_fd, struct probe_pagecache **ret);
 struct probe_pagecache *probe_pagecache_free(struct probe_pagecache *p);
 const char *probe_pagecache_mechanism(const struct probe_pagecache *p);
 const char *probe_pagecache_detail(const struct probe_pagecache *p);

@@ -43,6 +43,7 @@ struct probe_syscall {
 	enum mech mech;
 	struct probe_file *files; /* NULL: file layer off (configured, or refused) */
 	struct traces *traces;	  /* the manager's; NULL: off here (configured, or refused) */
+	int clock_fd;		  /* the windows' clock: agg's state (-1: its own) */
 	struct stacks *stacks;	  /* NULL: stack profiles off (configured, or refused) */
 	struct dc_filter *filter;
 	bool files_percpu;
@@ -183,6 +184,8 @@ static int try_mechanism(struct probe_syscall *p, const struct dc_config *cfg, e
 	r = slotmap_prepare(&p->agg, skel->obj, "agg", sizeof(struct dc_agg_key),
 			    sizeof(struct dc_agg_val), (unsigned)p->max_keys,
 			    skel->rodata->agg_regions, agg_val_touched);
+	if (!r && p->clock_fd >= 0)
+		r = slotmap_share_state(&p->agg, p->clock_fd);
 	if (r)
 		return r;
 	p->agg.owner = agg_owner;
@@ -324,7 +327,7 @@ static void undo(void *ctx)
 	reset_attempt(((struct attempt *)ctx)->p);
 }
 
-int probe_syscall_new(const struct dc_config *cfg, struct traces *traces,
+int probe_syscall_new(const struct dc_config *cfg, struct traces *traces, int clock_fd,
 		      struct probe_syscall **ret)
 {
 	_cleanup_(probe_syscall_freep) struct probe_syscall *p = NULL;
@@ -372,6 +375,7 @@ int probe_syscall_new(const struct dc_config *cfg, struct traces *traces,
 	} else
 		snprintf(p->files_detail, sizeof(p->files_detail), "probes.files.enable is false");
 	p->traces = traces;
+	p->clock_fd = clock_fd;
 	if (cfg->stacks_enable) {
 		char err[512] = "";
 

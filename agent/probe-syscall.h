@@ -18,8 +18,10 @@ struct traces;
 /* Open, size, load and attach, trying mechanisms from cheapest to most
  * portable. Returns -errno and logs why each mechanism was refused.
  * traces: where the programs' sampled traces go (traces_share(); the
- * caller's, which outlives the probe), NULL for none. */
-int probe_syscall_new(const struct dc_config *cfg, struct traces *traces,
+ * caller's, which outlives the probe), NULL for none. clock_fd: the
+ * windows' clock, the slot map's state (slotmap_share_state()), -1 for a
+ * state of its own. */
+int probe_syscall_new(const struct dc_config *cfg, struct traces *traces, int clock_fd,
 		      struct probe_syscall **ret);
 struct probe_syscall *probe_syscall_free(struct probe_syscall *p);
 

@@ -45,6 +45,7 @@ struct dc_uprobe_multi_attr {
 struct probe_uprobe {
 	const struct dc_config *cfg; /* while attaching */
 	struct traces *traces;	     /* the ring its calls' events go to, or NULL */
+	int clock_fd;		     /* the windows' clock (winmap_prepare()) */
 	bool plain_updates;
 	struct uprobe_bpf *skel;
 	struct dc_filter *filter;
@@ -234,7 +235,7 @@ static int try_mechanism(struct probe_uprobe *p, enum mech m)
 		bpf_program__set_expected_attach_type(
 		    p->skel->progs.dc_up_return, (enum bpf_attach_type)DC_BPF_TRACE_UPROBE_MULTI);
 	}
-	r = fn_agg_prepare(&p->agg, p->skel->maps.agg_gen, p->skel->maps.agg_gen_clock,
+	r = fn_agg_prepare(&p->agg, p->skel->maps.agg_gen, p->skel->maps.agg_gen_clock, p->clock_fd,
 			   p->skel->maps.fn_counters, "dc_up", (unsigned)cfg->library_max_keys,
 			   strcmp(cfg->map_layout, "shared") != 0);
 	if (!r)
@@ -440,8 +441,8 @@ static int find_funcs(struct probe_uprobe *p, size_t max, char *err, size_t errl
 	return 0;
 }
 
-int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, bool plain_ok,
-		     struct probe_uprobe **ret, char *err, size_t errlen)
+int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, int clock_fd,
+		     bool plain_ok, struct probe_uprobe **ret, char *err, size_t errlen)
 {
 	_cleanup_(probe_uprobe_freep) struct probe_uprobe *p = calloc(1, sizeof(*p));
 	size_t max = (size_t)cfg->library_max_functions, off = 0;
@@ -452,6 +453,7 @@ int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, bool pl
 		return -ENOMEM;
 	p->cfg = cfg;
 	p->traces = traces;
+	p->clock_fd = clock_fd;
 	p->plain_updates = plain_ok && strcmp(cfg->map_layout, "shared") != 0;
 	p->err = err;
 	p->errlen = errlen;

@@ -22,10 +22,11 @@ struct probe_uprobe;
 /* Attach to every function the configured libraries' patterns select.
  * On a bad library or pattern: -errno and the reason in err. */
 /* traces: the ring its calls' events go to (traces_share()), or NULL.
+ * clock_fd: the windows' clock (winmap_prepare()), -1 for its own.
  * plain_ok: the kernel never preempts a BPF program (preempt.h) and
  * maps.updates is not "atomic": with per-CPU maps, plain adds. */
-int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, bool plain_ok,
-		     struct probe_uprobe **ret, char *err, size_t errlen);
+int probe_uprobe_new(const struct dc_config *cfg, struct traces *traces, int clock_fd,
+		     bool plain_ok, struct probe_uprobe **ret, char *err, size_t errlen);
 struct probe_uprobe *probe_uprobe_free(struct probe_uprobe *p);
 /* What probe_uprobe_new() would find wrong with cfg's libraries (a file
  * missing or not ELF, a pattern matching nothing, too many functions),

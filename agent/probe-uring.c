@@ -35,6 +35,7 @@ struct probe_uring {
 	bool old_submit; /* the kernel names the submission event io_uring_submit_sqe */
 	int ncpus;
 	struct winmap agg;
+	int clock_fd; /* the windows' clock (winmap_prepare()) */
 	struct dc_filter *filter;
 	char detail[256];
 	struct dc_uring_entry *entries;
@@ -100,8 +101,8 @@ static int try_mechanism(struct probe_uring *p, const struct dc_config *cfg, enu
 	bpf_program__set_autoload(skel->progs.dc_ur_submit_sqe_tp,
 				  m == MECH_TRACEPOINT && p->old_submit);
 	bpf_program__set_autoload(skel->progs.dc_ur_complete_tp, m == MECH_TRACEPOINT);
-	r = winmap_prepare(&p->agg, skel->maps.agg_gen, skel->maps.agg_gen_clock, "dc_ur",
-			   sizeof(struct dc_uring_key), sizeof(struct dc_uring_val),
+	r = winmap_prepare(&p->agg, skel->maps.agg_gen, skel->maps.agg_gen_clock, p->clock_fd,
+			   "dc_ur", sizeof(struct dc_uring_key), sizeof(struct dc_uring_val),
 			   (unsigned)cfg->uring_max_keys, percpu, p->ncpus);
 	if (!r)
 		r = filter_prepare(p->filter, skel->obj);
@@ -141,7 +142,7 @@ static void undo(void *ctx)
 	winmap_close(&p->agg);
 }
 
-int probe_uring_new(const struct dc_config *cfg, struct probe_uring **ret)
+int probe_uring_new(const struct dc_config *cfg, int clock_fd, struct probe_uring **ret)
 {
 	/* atomic adds always: completions are posted by io-wq workers, task
 	 * work and pollers, not only by the submitter, and which of them may
@@ -156,6 +157,7 @@ int probe_uring_new(const struct dc_config *cfg, struct probe_uring **ret)
 	if (!p)
 		return -ENOMEM;
 	p->agg.inner_fd[0] = p->agg.inner_fd[1] = -1;
+	p->clock_fd = clock_fd;
 	p->ncpus = libbpf_num_possible_cpus();
 	if (p->ncpus < 0)
 		return p->ncpus;

@@ -23,7 +23,8 @@ struct dc_uring_entry {
 struct probe_uring;
 struct winmap;
 
-int probe_uring_new(const struct dc_config *cfg, struct probe_uring **ret);
+/* clock_fd: the windows' clock (winmap_prepare()), -1 for its own. */
+int probe_uring_new(const struct dc_config *cfg, int clock_fd, struct probe_uring **ret);
 struct probe_uring *probe_uring_free(struct probe_uring *p);
 const char *probe_uring_mechanism(const struct probe_uring *p);
 const char *probe_uring_detail(const struct probe_uring *p);

@@ -563,7 +563,7 @@ static int try_mechanism(struct probe_vfs *p, const struct probe_vfs_opts *o, en
 	bpf_program__set_autoload(skel->progs.dc_vfs_raw_enter, m == MECH_RAW_TP);
 	bpf_program__set_autoload(skel->progs.dc_vfs_raw_exit, m == MECH_RAW_TP);
 	bpf_program__set_autoload(skel->progs.dc_vfs_raw_event, m == MECH_RAW_TP);
-	r = fn_agg_prepare(&p->agg, skel->maps.agg_gen, skel->maps.agg_gen_clock,
+	r = fn_agg_prepare(&p->agg, skel->maps.agg_gen, skel->maps.agg_gen_clock, o->clock_fd,
 			   skel->maps.fn_counters, "dc_vfs", o->max_keys, o->percpu);
 	if (!r)
 		r = filter_prepare(o->filter, skel->obj);

@@ -25,6 +25,7 @@ struct probe_vfs_opts {
 	uint32_t exclude_tgid;		/* 0: trace every process, the caller included */
 	const struct dc_filter *filter; /* filter.*; NULL: none */
 	struct traces *traces;		/* the ring for its calls' events; NULL: none */
+	int clock_fd; /* the windows' clock (winmap_prepare()); -1: its own (0 is an fd) */
 };
 
 struct probe_vfs;

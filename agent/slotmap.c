@@ -12,6 +12,7 @@
 #include "macro.h"
 #include "fs-util.h"
 #include "slotmap.h"
+#include "winmap.h"
 
 /* meta[s]: the slot's state in the low two bits, windows idle above them */
 enum { SLOT_FREE = 0, SLOT_LIVE = 1, SLOT_HELD = 2 };
@@ -162,6 +163,12 @@ void *slotmap_value(const struct slotmap *m, unsigned half, unsigned region, uns
 	return (char *)m->vals_mem[half] + ((size_t)slot * m->regions + region) * stride(m->vsz);
 }
 
+int slotmap_share_state(struct slotmap *m, int fd)
+{
+	m->shared_state = true;
+	return winclock_share(fd, m->state);
+}
+
 int slotmap_install(struct slotmap *m)
 {
 	__u32 zero = 0;
@@ -179,6 +186,11 @@ int slotmap_install(struct slotmap *m)
 	m->touched_vals = calloc(2 * (size_t)m->regions, sizeof(*m->touched_vals));
 	if (!m->keys_mem || !m->ring_mem || !m->st || slotmap_reach(m, 64) < 0)
 		return -errno;
+	/* a shared state outlives the maps it described (a restart of the
+	 * family, whose old object is freed before this one loads: no program
+	 * takes slots of the old maps meanwhile): all but the window number
+	 * start afresh, as the other layers read that as their clock */
+	m->st->hi = m->st->gen = m->st->free_head = m->st->free_tail = 0;
 	if (!m->meta || !m->pending || !m->touched_vals || (m->owner && !m->memo))
 		return -ENOMEM;
 	return bpf_map_update_elem(bpf_map__fd(m->barrier), &zero, &m->barrier_inner_fd, BPF_ANY)
@@ -398,6 +410,9 @@ int slotmap_flip_and_drain(struct slotmap *m, slot_cb cb, void *ctx, unsigned lo
 	unsigned hi;
 
 	if (!m->flipped) {
+		/* the window maps reading the seq would not know their slot */
+		if (m->shared_state)
+			return -EINVAL;
 		flip_prepare(m);
 		flip_store(m);
 		t0 = m->flip_t0;

@@ -77,6 +77,7 @@ struct slotmap {
 	uint32_t (*owner)(const void *key);
 	struct pid_memo *memo;	    /* kill()'s answers at this close, by tgid */
 	bool flipped;		    /* by slotmap_flip_together(), not drained yet */
+	bool shared_state;	    /* the windows' clock (slotmap_share_state()) */
 	uint32_t flip_seq;	    /* the seq it flipped from */
 	unsigned long long flip_t0; /* when (us), for flip_us */
 	uint64_t reclaimed_exited;  /* of reclaimed: at the close after the exit */
@@ -89,6 +90,11 @@ struct slotmap {
  * and NAME_half to m->half. */
 int slotmap_prepare(struct slotmap *m, struct bpf_object *obj, const char *name, size_t ksz,
 		    size_t vsz, unsigned max, unsigned regions, bool (*touched)(const void *));
+/* Before load, after slotmap_prepare(): the state is fd's (an array of one
+ * struct dc_slot_state that outlives the map), whose seq the other layers'
+ * window maps read as their clock (winmap.h); its window number goes on
+ * from whatever it was. */
+int slotmap_share_state(struct slotmap *m, int fd);
 /* After load: map the keys, values and state into the agent. */
 int slotmap_install(struct slotmap *m);
 /* A key that counted anything in the window: its value in each of the n

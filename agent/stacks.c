@@ -216,7 +216,7 @@ int stacks_prepare(struct stacks *s, struct syscall_bpf *skel, int mech)
 	for (int i = 0; i < 3; i++)
 		bpf_program__set_autoload(sw[i], i == mech);
 	/* shared, not per-CPU: only chosen calls update it */
-	return winmap_prepare(&s->agg, skel->maps.stk_gen, skel->maps.stk_gen_clock, "dc_stk",
+	return winmap_prepare(&s->agg, skel->maps.stk_gen, skel->maps.stk_gen_clock, -1, "dc_stk",
 			      sizeof(struct dc_stk_key), sizeof(struct dc_stk_val), s->max_keys,
 			      false, s->ncpus);
 }

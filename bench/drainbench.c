@@ -221,7 +221,7 @@ int main(int argc, char **argv)
 		bpf_program__set_autoload(p, false);
 	skel->rodata->drain_max = max_entries;
 	skel->rodata->drain_regions = percpu ? (__u32)ncpus : 1;
-	if (winmap_prepare(&w, skel->maps.drain_gen, skel->maps.drain_gen_clock, "dc_drainb",
+	if (winmap_prepare(&w, skel->maps.drain_gen, skel->maps.drain_gen_clock, -1, "dc_drainb",
 			   sizeof(struct dc_agg_key), sizeof(struct dc_agg_val), max_entries,
 			   percpu, ncpus) ||
 	    slotmap_prepare(&m, skel->obj, "drain", sizeof(struct dc_agg_key),

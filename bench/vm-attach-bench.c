@@ -70,8 +70,11 @@ static double median(const double *v, int n)
 static int vfs_once(const char *categories, const char *mech, double *att, double *det,
 		    char *detail, size_t len)
 {
-	struct probe_vfs_opts o = {
-	    .mechanism = mech, .categories = categories, .max_keys = 1024, .percpu = true};
+	struct probe_vfs_opts o = {.mechanism = mech,
+				   .categories = categories,
+				   .max_keys = 1024,
+				   .percpu = true,
+				   .clock_fd = -1};
 	struct probe_vfs *p = NULL;
 	double t0 = now_ms(), t1;
 	int r = probe_vfs_new(&o, &p, detail, len);
@@ -107,7 +110,7 @@ static int syscall_once(const char *mech, double *att, double *det, char *detail
 	    (cfg.traces_enable && traces_new(&cfg, "vm", &tr, detail, len) < 0))
 		return 1;
 	t0 = now_ms();
-	r = probe_syscall_new(&cfg, tr, &p);
+	r = probe_syscall_new(&cfg, tr, -1, &p);
 	t1 = now_ms();
 	if (r >= 0 && strcmp(probe_syscall_mechanism(p), mech))
 		r = -1;

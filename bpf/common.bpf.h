@@ -2,6 +2,8 @@
 #ifndef DC_COMMON_BPF_H
 #define DC_COMMON_BPF_H
 
+#include "datacrumbs/slotmap.h"
+
 /*
  * Counter updates. A per-CPU value is only written by programs on its CPU,
  * but tracing programs run with migration disabled, not preemption: on a
@@ -65,47 +67,51 @@ static __always_inline __u64 dc_ring_wakeup(void *ring)
 /*
  * A family's per-window aggregation map: two slots of a map-of-maps, whose
  * inner maps the agent types (per-CPU or shared hash) and sizes, and a
- * clock whose parity says which slot the window being filled writes. The
- * agent raises the clocks of the block, page-cache, io_uring, VFS and
- * library families (and the slot maps' seq) from one thread, one store
- * each, so those layers' windows end at the same moment (the stack
- * profile's turns on its own thread, with its stack generations);
- * it then waits out running programs (a grace period) and drains the other
- * slot (agent/winmap.h). Key and value by size, not __type(): clang emits
- * only a forward declaration for a struct named solely in a map-in-map
- * template.
+ * clock whose seq's parity says which slot the window being filled writes.
+ * In the agent every family's clock is one map, the system-call slot map's
+ * state (agent/winmap.h): one store closes the window in every layer at
+ * once, so a call counted at its exit and the pages it dirtied on the way
+ * are in the same window (with a clock each, raised one after the other,
+ * a preemption of the agent between two stores would split the calls of
+ * that moment between two windows). The stack profile has a clock of its own,
+ * turned on its own thread with its stack generations. The agent then
+ * waits out running programs (a grace period) and drains the other slot.
+ * Key and value by size, not __type(): clang emits only a forward
+ * declaration for a struct named solely in a map-in-map template.
  */
-#define DC_WINDOW_MAP(name, key_t, val_t)                                                       \
-	struct name##_inner {                                                                   \
-		__uint(type, BPF_MAP_TYPE_PERCPU_HASH);                                         \
-		__uint(max_entries, 1024);                                                      \
-		__uint(key_size, sizeof(key_t));                                                \
-		__uint(value_size, sizeof(val_t));                                              \
-	};                                                                                      \
-	struct {                                                                                \
-		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);                                       \
-		__uint(max_entries, 2);                                                         \
-		__type(key, __u32);                                                             \
-		__array(values, struct name##_inner);                                           \
-	} name SEC(".maps");                                                                    \
-	struct {                                                                                \
-		__uint(type, BPF_MAP_TYPE_ARRAY);                                               \
-		__uint(map_flags, BPF_F_MMAPABLE);                                              \
-		__uint(max_entries, 1);                                                         \
-		__type(key, __u32);                                                             \
-		__type(value, __u32);                                                           \
-	} name##_clock SEC(".maps");                                                            \
-                                                                                                \
-	/* the key's value in the window being filled (dc_window_value) */                      \
-	static __always_inline __attribute__((unused)) void *name##_value(                      \
-	    const key_t *key, const val_t *zero, bool *inserted)                                \
-	{                                                                                       \
-		__u32 z = 0, *seq = bpf_map_lookup_elem(&name##_clock, &z);                     \
-                                                                                                \
-		*inserted = false;                                                              \
-		if (!seq)                                                                       \
-			return NULL;                                                            \
-		return dc_window_value(&name, *(volatile __u32 *)seq & 1, key, zero, inserted); \
+#define DC_WINDOW_MAP(name, key_t, val_t)                                                \
+	struct name##_inner {                                                            \
+		__uint(type, BPF_MAP_TYPE_PERCPU_HASH);                                  \
+		__uint(max_entries, 1024);                                               \
+		__uint(key_size, sizeof(key_t));                                         \
+		__uint(value_size, sizeof(val_t));                                       \
+	};                                                                               \
+	struct {                                                                         \
+		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);                                \
+		__uint(max_entries, 2);                                                  \
+		__type(key, __u32);                                                      \
+		__array(values, struct name##_inner);                                    \
+	} name SEC(".maps");                                                             \
+	struct {                                                                         \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                        \
+		__uint(map_flags, BPF_F_MMAPABLE);                                       \
+		__uint(max_entries, 1);                                                  \
+		__type(key, __u32);                                                      \
+		__type(value, struct dc_slot_state); /* seq alone read here */           \
+	} name##_clock SEC(".maps");                                                     \
+                                                                                         \
+	/* the key's value in the window being filled (dc_window_value) */               \
+	static __always_inline __attribute__((unused)) void *name##_value(               \
+	    const key_t *key, const val_t *zero, bool *inserted)                         \
+	{                                                                                \
+		__u32 z = 0;                                                             \
+		struct dc_slot_state *c = bpf_map_lookup_elem(&name##_clock, &z);        \
+                                                                                         \
+		*inserted = false;                                                       \
+		if (!c)                                                                  \
+			return NULL;                                                     \
+		return dc_window_value(&name, *(volatile __u32 *)&c->seq & 1, key, zero, \
+				       inserted);                                        \
 	}
 
 /* A family's loss counters: monotonic per-CPU, published as deltas. */

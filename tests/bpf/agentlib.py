@@ -259,6 +259,24 @@ def unique_members(pairs):
     return dict(pairs)
 
 
+def bpf_fds(pid):
+    """The BPF maps and programs process pid holds: ("map", fdinfo) and
+    ("prog", fdinfo) pairs, fdinfo a dict of its lines (map_id, prog_id,
+    run_cnt: strings); a descriptor closed meanwhile is left out."""
+    out = []
+    fds = "/proc/%d/fd" % pid
+    for fd in os.listdir(fds):
+        try:
+            kind = os.readlink(os.path.join(fds, fd))
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                info = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        if kind in ("anon_inode:bpf-map", "anon_inode:bpf-prog"):
+            out.append((kind[len("anon_inode:bpf-"):], info))
+    return out
+
+
 def run_workload(binary, **kw):
     """Start the workload; returns the Popen. Its stdout is the measured child's pid."""
     cmd = [binary]

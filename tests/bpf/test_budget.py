@@ -36,7 +36,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import Agent, Checks, require_root, run_workload, workload_pid  # noqa: E402
+from agentlib import Agent, Checks, bpf_fds, require_root, run_workload, workload_pid  # noqa: E402
 
 ORDER = ["full", "traces_reduced", "traces_off", "stacks_off", "libraries_off", "vfs_off"]
 LV = {name: i for i, name in enumerate(ORDER)}
@@ -95,17 +95,10 @@ def agent_bpf(pid):
     named = {m["id"] for m in json.loads(subprocess.check_output(["bpftool", "-j", "map", "show"]))
              if m.get("name") == "dc_runs"}
     progs, maps = {}, set()
-    fds = "/proc/%d/fd" % pid
-    for fd in os.listdir(fds):
-        try:
-            kind = os.readlink(os.path.join(fds, fd))
-            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
-                info = dict(line.split(":", 1) for line in f if ":" in line)
-        except OSError:
-            continue  # closed meanwhile
-        if kind == "anon_inode:bpf-map" and int(info.get("map_id", -1)) in named:
+    for kind, info in bpf_fds(pid):
+        if kind == "map" and int(info.get("map_id", -1)) in named:
             maps.add(int(info["map_id"]))
-        elif kind == "anon_inode:bpf-prog":
+        elif kind == "prog":
             progs[int(info["prog_id"])] = int(info.get("run_cnt", 0))
     return progs, maps
 

@@ -18,9 +18,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import (Agent, Checks, cgroup2_root, check_schema, evict, expected_ops, loop_device,  # noqa: E402
-                      require_root, run_workload, sum_ops, workload_pid,
-                      workload_pid_start)
+from agentlib import (Agent, Checks, bpf_fds, cgroup2_root, check_schema, evict,  # noqa: E402
+                      expected_ops, loop_device, require_root, run_workload, sum_ops,
+                      workload_pid, workload_pid_start)
 
 ALLOWED_EXTRA = {"mmap"}  # glibc maps thread stacks and arenas: not in the workload's contract
 
@@ -895,6 +895,27 @@ def scenario_pagecache(agent_bin, wl_bin, mechanism="auto"):
     c.done()
 
 
+def agent_clocks(pid):
+    """The agent's window clocks and system-call slot-map state ({map id:
+    name}: dc_clock, a family's own <map>_clock, agg_state) and the ids of
+    the maps each of its programs uses ({name: ids}), from its descriptors'
+    fdinfo."""
+    shown = {m["id"]: m for m in json.loads(subprocess.check_output(["bpftool", "-j", "map",
+                                                                     "show"]))}
+    progs = {p["id"]: p for p in json.loads(subprocess.check_output(["bpftool", "-j", "prog",
+                                                                     "show"]))}
+    clocks, uses = {}, {}
+    for kind, info in bpf_fds(pid):
+        if kind == "map":
+            m = shown.get(int(info.get("map_id", -1)), {})
+            if m.get("name", "").endswith("_clock") or m.get("name") == "agg_state":
+                clocks[m["id"]] = m["name"]
+        elif kind == "prog":
+            p = progs.get(int(info.get("prog_id", -1)), {})
+            uses.setdefault(p.get("name"), set()).update(p.get("map_ids", []))
+    return clocks, uses
+
+
 def scenario_layers_aligned(agent_bin, wl_bin):
     """Every layer's window ends at the same moment: a process appending
     4 KiB pages dirties one page per write, and in each window of its run
@@ -919,6 +940,15 @@ def scenario_layers_aligned(agent_bin, wl_bin):
                     os.lseek(fd, 0, os.SEEK_SET)
             finally:
                 os._exit(0)
+        time.sleep(0.5)
+        clocks, uses = agent_clocks(a.proc.pid)
+        c.check(list(clocks.values()).count("dc_clock") == 1 and
+                set(clocks.values()) <= {"dc_clock", "stk_gen_clock"},
+                "the layers' windows share one clock, the system-call slot map's state "
+                "(the agent's clock and state maps: %s)" % sorted(clocks.values()))
+        dirty = uses.get("dc_pc_dirty_btf", set()) | uses.get("dc_pc_dirty_tp", set())
+        c.check(dirty & {i for i, n in clocks.items() if n == "dc_clock"},
+                "the page-cache dirtying program reads that clock (its maps: %s)" % sorted(dirty))
         os.waitpid(pid, 0)
     finally:
         for h in hogs:
@@ -928,16 +958,25 @@ def scenario_layers_aligned(agent_bin, wl_bin):
     recs = a.records()
     mine = sorted((r for r in recs if r["type"] == "features" and r["pid"] == pid),
                   key=lambda r: r["window"])
-    inner = mine[1:-1]
-    c.check(len(inner) >= 10, "the writer's run spans at least 12 windows (%d)" % len(mine))
+    # the first window with writes is also the file's creation: with it,
+    # 4 to 6 pages more dirtied than written in the failures seen (the file
+    # system's own, it seems; not looked into). It and the last are partial.
+    # The writer's first record can be an earlier window's, without a write
+    # (just after its fork).
+    writing = [r for r in mine if r["ops"].get("write", {}).get("count", 0)]
+    inner = writing[1:-1]
+    c.check(len(inner) >= 10, "the writer's run spans at least 12 windows (%d)" % len(writing))
     # at each boundary one write may be in flight: its page dirtied in one
     # window, its exit counted in the next (a write of the window before
     # on one side, the window after on the other: 2 at most)
     off = [(r["window"], r["ops"].get("write", {}).get("count", 0),
-            r["page_cache"]["dirtied_pages"]) for r in inner
+            r["page_cache"]["dirtied_pages"], r.get("window_losses")) for r in inner
            if abs(r["ops"].get("write", {}).get("count", 0) - r["page_cache"]["dirtied_pages"]) > 2]
     c.check(not off, "each window's dirtied pages match its writes within the call in flight "
-            "at each end (window, writes, dirtied): %s" % off[:8])
+            "at each end (window, writes, dirtied, window_losses): %s (the writer's first "
+            "windows: %s)" % (off[:8], [(r["window"], r["ops"].get("write", {}).get("count", 0),
+                                         r["page_cache"]["dirtied_pages"], sorted(r["ops"]))
+                                        for r in mine[:3]]))
     c.check(sum(r["ops"].get("write", {}).get("count", 0) for r in inner) > 10000,
             "the writer kept writing (%d writes)" % sum(r["ops"].get("write", {}).get("count", 0)
                                                        for r in inner))

@@ -91,7 +91,7 @@ static struct probe_block *attach(const char *name, const char *mech)
 
 	config_defaults(&cfg);
 	snprintf(cfg.block_mechanism, sizeof(cfg.block_mechanism), "%s", mech);
-	r = probe_block_new(&cfg, NULL, &p);
+	r = probe_block_new(&cfg, NULL, -1, &p);
 	if (r < 0) {
 		printf("VMTEST %s FAIL attach: %s\n", name, strerror(-r));
 		return NULL;

@@ -58,7 +58,7 @@ int pagecache_vm_run(const char *mech)
 	}
 	config_defaults(&cfg);
 	snprintf(cfg.pagecache_mechanism, sizeof(cfg.pagecache_mechanism), "%s", mech);
-	r = probe_pagecache_new(&cfg, &p);
+	r = probe_pagecache_new(&cfg, -1, &p);
 	if (r < 0) {
 		printf("VMTEST %s FAIL attach: %s\n", name, strerror(-r));
 		umount(DIR);

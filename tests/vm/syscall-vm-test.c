@@ -260,7 +260,7 @@ static int load(const struct dc_config *cfg, const char *name, struct probe_sysc
 	}
 	log_next = 0;
 	prev = libbpf_set_print(keep_warning);
-	r = probe_syscall_new(cfg, t, p);
+	r = probe_syscall_new(cfg, t, -1, p);
 	libbpf_set_print(prev);
 	if (r < 0) {
 		printf("VMTEST %s FAIL attach: %s\n", name, strerror(-r));

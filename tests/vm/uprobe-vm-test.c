@@ -88,7 +88,7 @@ int uprobe_vm_run(void)
 	snprintf(cfg.libs[0].functions, sizeof(cfg.libs[0].functions), "dc_vm_probed");
 	snprintf(cfg.libs[0].bytes, sizeof(cfg.libs[0].bytes), "dc_vm_probed");
 	/* plain adds where the agent would use them (this kernel's model) */
-	r = probe_uprobe_new(&cfg, NULL, preempt_allows_plain_updates(preempt_detect(&why)), &p,
+	r = probe_uprobe_new(&cfg, NULL, -1, preempt_allows_plain_updates(preempt_detect(&why)), &p,
 			     err, sizeof(err));
 	if (r < 0) {
 		printf("VMTEST %s FAIL attach: %s (%s)\n", name, err, strerror(-r));

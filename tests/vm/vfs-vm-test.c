@@ -100,7 +100,8 @@ static int run(const char *mech)
 {
 	const char *why;
 	/* plain adds where the agent would use them (this kernel's model) */
-	struct probe_vfs_opts o = {.mechanism = mech,
+	struct probe_vfs_opts o = {.clock_fd = -1,
+				   .mechanism = mech,
 				   .max_keys = 1024,
 				   .percpu = true,
 				   .plain_updates =
@@ -123,7 +124,7 @@ static int run(const char *mech)
 	config_defaults(&cfg);
 	if (config_set(&cfg, "traces.sampling.slow_ms", "0.000001", detail, sizeof(detail)) < 0 ||
 	    traces_new(&cfg, "vm", &t, detail, sizeof(detail)) < 0 ||
-	    probe_syscall_new(&cfg, t, &sys) < 0 || probe_syscall_traces(sys) != t) {
+	    probe_syscall_new(&cfg, t, -1, &sys) < 0 || probe_syscall_traces(sys) != t) {
 		printf("VMTEST %s FAIL no trace ring: %s\n", mech, detail);
 		return 1;
 	}
@@ -316,8 +317,11 @@ static int irq_run(const char *mech, bool task)
 	static char timer_dev[64], task_dev[64];
 	char *dev = task ? task_dev : timer_dev;
 	const char *name = task ? "vfs-irq-task" : "vfs-irq";
-	struct probe_vfs_opts o = {
-	    .mechanism = mech, .categories = "bio", .max_keys = 1024, .percpu = true};
+	struct probe_vfs_opts o = {.mechanism = mech,
+				   .categories = "bio",
+				   .max_keys = 1024,
+				   .percpu = true,
+				   .clock_fd = -1};
 	uint64_t irq = 0, irq_ns = 0, spun = 0, reader_end = 0, other = 0, submits = 0, c, b;
 	uint64_t got, stray, lost, missing;
 	pid_t spinner[2] = {-1, -1}, reader;
@@ -465,7 +469,8 @@ static int irq_run(const char *mech, bool task)
  */
 static int raw_tp_refused_before_6_10(void)
 {
-	struct probe_vfs_opts o = {.mechanism = "raw_tp", .max_keys = 64, .percpu = true};
+	struct probe_vfs_opts o = {
+	    .mechanism = "raw_tp", .max_keys = 64, .percpu = true, .clock_fd = -1};
 	struct probe_vfs *p = NULL;
 	struct utsname u;
 	char detail[512] = "";
