@@ -1105,9 +1105,9 @@ static void probes_report(struct manager *m);
  * node was busy, and a window's page-cache dirtying then disagreed with its
  * writes by hundreds of pages. With a clock each, raised one store after
  * another, a preemption between two stores would split the calls of that
- * moment between windows; one store leaves no such moment. The stack profile flips on its own
- * thread: its window map and its stack generations turn together
- * (stacks.c).
+ * moment between windows; one store leaves no such moment. The stack
+ * profile flips on its own thread: its window map and its stack
+ * generations turn together (stacks.c).
  */
 static void flip_layers(struct manager *m)
 {

@@ -958,28 +958,30 @@ def scenario_layers_aligned(agent_bin, wl_bin):
     recs = a.records()
     mine = sorted((r for r in recs if r["type"] == "features" and r["pid"] == pid),
                   key=lambda r: r["window"])
+
+    def writes(r):
+        return r["ops"].get("write", {}).get("count", 0)
+
     # the first window with writes is also the file's creation: with it,
     # 4 to 6 pages more dirtied than written in the failures seen (the file
     # system's own, it seems; not looked into). It and the last are partial.
     # The writer's first record can be an earlier window's, without a write
     # (just after its fork).
-    writing = [r for r in mine if r["ops"].get("write", {}).get("count", 0)]
+    writing = [r for r in mine if writes(r)]
     inner = writing[1:-1]
     c.check(len(inner) >= 10, "the writer's run spans at least 12 windows (%d)" % len(writing))
     # at each boundary one write may be in flight: its page dirtied in one
     # window, its exit counted in the next (a write of the window before
     # on one side, the window after on the other: 2 at most)
-    off = [(r["window"], r["ops"].get("write", {}).get("count", 0),
-            r["page_cache"]["dirtied_pages"], r.get("window_losses")) for r in inner
-           if abs(r["ops"].get("write", {}).get("count", 0) - r["page_cache"]["dirtied_pages"]) > 2]
+    off = [(r["window"], writes(r), r["page_cache"]["dirtied_pages"], r.get("window_losses"))
+           for r in inner if abs(writes(r) - r["page_cache"]["dirtied_pages"]) > 2]
+    first = [(r["window"], writes(r), r["page_cache"]["dirtied_pages"], sorted(r["ops"]))
+             for r in mine[:3]]
     c.check(not off, "each window's dirtied pages match its writes within the call in flight "
             "at each end (window, writes, dirtied, window_losses): %s (the writer's first "
-            "windows: %s)" % (off[:8], [(r["window"], r["ops"].get("write", {}).get("count", 0),
-                                         r["page_cache"]["dirtied_pages"], sorted(r["ops"]))
-                                        for r in mine[:3]]))
-    c.check(sum(r["ops"].get("write", {}).get("count", 0) for r in inner) > 10000,
-            "the writer kept writing (%d writes)" % sum(r["ops"].get("write", {}).get("count", 0)
-                                                       for r in inner))
+            "windows: %s)" % (off[:8], first))
+    total = sum(writes(r) for r in inner)
+    c.check(total > 10000, "the writer kept writing (%d writes)" % total)
     subprocess.run(["rm", "-rf", tmp])
     c.done()
 
