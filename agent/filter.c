@@ -116,9 +116,14 @@ static int add_cgroup(struct dc_filter *f, const char *key, const char *path, ui
 		return fail(err, errlen, "%s: \"%s\": no cgroup2 hierarchy is mounted", key, path);
 	if ((size_t)snprintf(full, sizeof(full), "%s%s", root, path) >= sizeof(full))
 		return fail(err, errlen, "%s: \"%s\": path too long", key, path);
-	if (stat(full, &st) < 0)
-		return fail(err, errlen, "%s: \"%s\": %s (looked for %s)", key, path,
-			    strerror(errno), full);
+	if (stat(full, &st) < 0) {
+		int e = errno;
+
+		fail(err, errlen, "%s: \"%s\": %s (looked for %s)", key, path, strerror(e), full);
+		/* not made yet (slurmd's scope, a unit started after this one):
+		 * the host's state, which a later start may find changed */
+		return e == ENOENT ? -ENOENT : -EINVAL;
+	}
 	if (!S_ISDIR(st.st_mode))
 		return fail(err, errlen, "%s: \"%s\" is not a cgroup directory (%s)", key, path,
 			    full);

@@ -36,6 +36,33 @@ int mkdir_parents(const char *path, bool self)
 	return 0;
 }
 
+int path_blocked(const char *path, char *at, size_t atlen)
+{
+	char tmp[PATH_MAX];
+	size_t len = strlen(path);
+	struct stat st;
+
+	if (len + 1 >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(tmp, path, len + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (stat(tmp, &st) < 0) {
+			/* missing from here on: made when needed; anything else
+			 * (a directory root may not search) the start tells */
+			return 0;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			snprintf(at, atlen, "%s", tmp);
+			return -ENOTDIR;
+		}
+		*p = '/';
+	}
+	return 0;
+}
+
 int tracefs_ensure(void)
 {
 	/* the families start in parallel threads: one mount, not two stacked */

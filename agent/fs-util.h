@@ -7,6 +7,11 @@
 /* mkdir -p for the directories above path, and path itself when self. */
 int mkdir_parents(const char *path, bool self);
 
+/* -ENOTDIR, with at naming it, if a directory above path exists as
+ * something else (output.path = "/proc/version/x"): what mkdir_parents()
+ * would fail on at the start, told by --check-config. */
+int path_blocked(const char *path, char *at, size_t atlen);
+
 /* Classic tracepoints are found through tracefs, which not every system
  * mounts (tp_btf and raw_tp do not need it): mount it where libbpf looks. */
 int tracefs_ensure(void);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -12,10 +13,14 @@
 
 #include "args.h"
 #include "config.h"
+#include "filter.h"
+#include "fs-util.h"
 #include "log.h"
 #include "manager.h"
+#include "probe-uprobe.h"
 #include "secrets.h"
 #include "sink.h"
+#include "traces.h"
 
 /* Exit codes: 0 done, 1 could not run (BPF refused, output unusable, ...),
  * 2 bad command line or configuration. */
@@ -63,6 +68,29 @@ static void warn_secrets(const char *path, const struct dc_config *cfg)
 		    path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, name);
 }
 
+static void block_signals(void)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+}
+
+static int paths_check(const char *key, const char *path)
+{
+	char at[PATH_MAX];
+
+	if (path_blocked(path, at, sizeof(at)) < 0)
+		return log_error("Invalid configuration: %s %s cannot be made: %s is not a "
+				 "directory",
+				 key, path, at),
+		       -EINVAL;
+	return 0;
+}
+
 static int load_config(const struct dc_args *a, struct dc_config *cfg)
 {
 	const char *path = a->config;
@@ -101,6 +129,20 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
 				 "the records file",
 				 cfg->output),
 		       -EINVAL;
+	if (cfg->output[0] && strcmp(cfg->output, "-") &&
+	    (r = paths_check("output.path", cfg->output)) < 0)
+		return r;
+	if (cfg->traces_enable && cfg->traces_dir[0]) {
+		if ((r = paths_check("traces.output.dir", cfg->traces_dir)) < 0)
+			return r;
+		if (stat(cfg->traces_dir, &st) == 0 && !S_ISDIR(st.st_mode))
+			return log_error("Invalid configuration: traces.output.dir %s is not a "
+					 "directory",
+					 cfg->traces_dir),
+			       -EINVAL;
+	}
+	if (cfg->kafka_brokers[0] && (r = paths_check("spool.dir", cfg->spool_dir)) < 0)
+		return r;
 	if (cfg->kafka_brokers[0] && stat(cfg->spool_dir, &st) == 0 && !S_ISDIR(st.st_mode))
 		return log_error("Invalid configuration: spool.dir %s is not a directory",
 				 cfg->spool_dir),
@@ -112,9 +154,46 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
 	return 0;
 }
 
+/*
+ * What the start resolves on this host, resolved for --check-config as
+ * well: a check that passed what the start refuses made
+ * "systemctl reload" succeed on a file the agent then refused, and the
+ * next boot fail. -ENOENT: a cgroup not made yet (the start exits 1 on it,
+ * to be started again); else the file's fault.
+ */
+static int check_on_host(const struct dc_config *cfg)
+{
+	struct dc_filter *f = NULL;
+	char err[1024];
+	int r;
+
+	r = filter_new(cfg, NULL, &f, err, sizeof(err));
+	filter_free(f);
+	if (r < 0)
+		return log_error("Invalid configuration: %s", err), r;
+	if (cfg->traces_enable && (r = traces_check_policy(cfg, err, sizeof(err))) < 0)
+		return log_error("Invalid configuration: %s", err), r == -ENOENT ? r : -EINVAL;
+	if (cfg->n_libs && (r = probe_uprobe_check(cfg, err, sizeof(err))) < 0)
+		return log_error("Invalid configuration: %s", err), -EINVAL;
+	return 0;
+}
+
 static int reload_config(void *ctx, struct dc_config *out)
 {
-	return load_config(ctx, out);
+	const struct dc_args *a = ctx;
+	struct stat st;
+
+	/* a pipe (-c /dev/stdin) was read to its end at the start: read
+	 * again it is empty, which is a valid file of defaults */
+	if (a->config && stat(a->config, &st) == 0 && !S_ISREG(st.st_mode)) {
+		log_error("Invalid configuration: %s is not a regular file but %s, read once "
+			  "at the start: restart the agent to change its configuration",
+			  a->config, S_ISFIFO(st.st_mode) ? "a pipe" : "a device or socket");
+		return -EINVAL;
+	}
+	/* what check_on_host() tells, the manager's reload checks itself,
+	 * with the reason in STATUS= */
+	return load_config(a, out);
 }
 
 int main(int argc, char **argv)
@@ -138,6 +217,12 @@ int main(int argc, char **argv)
 	 * error the sink reports and retries, not the end of the agent
 	 * (systemd ignores SIGPIPE for its services; a shell does not) */
 	signal(SIGPIPE, SIG_IGN);
+	/* blocked before any thread exists (libbpf's loads, the drains,
+	 * librdkafka's), for the event loop's signalfd to take: a SIGHUP or
+	 * SIGTERM during the start (seconds: the verifier, a thousand library
+	 * functions, kafka.start_timeout) then waits for the loop instead of
+	 * killing the agent with window 0's counts in its maps */
+	block_signals();
 	log_init();
 	if (args_parse(argc, argv, &a, err, sizeof(err)) < 0) {
 		fprintf(stderr, "datacrumbs: %s\nTry 'datacrumbs --help'.\n", err);
@@ -165,6 +250,8 @@ int main(int argc, char **argv)
 	if (load_config(&a, &cfg) < 0)
 		return EXIT_USAGE;
 	if (a.action == DC_ACTION_CHECK_CONFIG) {
+		if (check_on_host(&cfg) < 0)
+			return EXIT_USAGE;
 		printf("configuration %s is valid\n", a.config ? a.config : "(defaults)");
 		return 0;
 	}

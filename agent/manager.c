@@ -2642,7 +2642,6 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 {
 	_cleanup_(manager_freep) struct manager *m = NULL;
 	uint64_t t0_mono, t0_real_us;
-	sigset_t mask;
 	int r;
 
 	*config_error = false;
@@ -2651,8 +2650,9 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 		return log_error_errno(-ENOMEM, "Out of memory");
 	m->clock_fd = -1;
 	m->cfg = *cfg;
-	/* before anything starts: a cgroup that does not exist is the
-	 * configuration's fault, not the host's */
+	/* before anything starts: a malformed list is the configuration's
+	 * fault (exit 2), a cgroup not made yet the host's (-ENOENT, exit 1:
+	 * systemd starts the agent again) */
 	r = filter_load(m, cfg, &m->filter);
 	if (r < 0) {
 		*config_error = r == -EINVAL;
@@ -2708,11 +2708,7 @@ int manager_new(const struct dc_config *cfg, double duration_sec, struct manager
 	if (r < 0)
 		return r;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	/* main() blocked the three before any thread started */
 	if ((r = sd_event_add_signal(m->event, NULL, SIGINT, on_stop, m)) < 0 ||
 	    (r = sd_event_add_signal(m->event, NULL, SIGTERM, on_stop, m)) < 0 ||
 	    (r = sd_event_add_signal(m->event, NULL, SIGHUP, on_hup, m)) < 0)

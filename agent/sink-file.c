@@ -130,22 +130,40 @@ static bool same_file(int fd, const struct stat *st, bool at_end)
 }
 
 /*
+ * The records file moved away (logrotate) while the agent ran: the path
+ * opened again, for the next records. Left to the reload that logrotate
+ * runs after, they went to the old file for as long as the configuration
+ * was broken (its check fails, no SIGHUP), and the new file, empty, was
+ * never rotated again; and a rotation applied an edit not yet meant to.
+ */
+static bool file_moved(const struct sink_file *f, const struct stat *st)
+{
+	struct stat now;
+
+	if (stat(f->path, &now) < 0)
+		return errno == ENOENT;
+	return now.st_dev != st->st_dev || now.st_ino != st->st_ino;
+}
+
+/*
  * The records file removed under the agent (rm, its directory with it):
  * made again at its path, as the spool is, where writing on to the open
- * file would lose every later record without a word. Renamed (logrotate)
- * it still has a link and is left to the reload that follows.
+ * file would lose every later record without a word. Moved, the same.
  */
 static int file_check_removed(struct sink_file *f)
 {
 	struct stat st, now;
+	bool moved = false;
 	int fd;
 
 	if (!f->owned || f->unlinked_ok)
 		return 0;
 	/* ESTALE: removed by another NFS client (removed here, NFS renames
 	 * it .nfsXXXX and keeps a link: not seen) */
-	if (fstat(f->fd, &st) < 0 ? errno != ESTALE : st.st_nlink > 0 || !S_ISREG(st.st_mode))
+	if (fstat(f->fd, &st) < 0 ? errno != ESTALE : !S_ISREG(st.st_mode))
 		/* a FIFO removed keeps its reader: left alone */
+		return 0;
+	if (st.st_nlink > 0 && !(moved = file_moved(f, &st)))
 		return 0;
 	fd = mkdir_parents(f->path, false);
 	if (fd >= 0)
@@ -160,9 +178,9 @@ static int file_check_removed(struct sink_file *f)
 	if (fd < 0) {
 		if (!f->removed)
 			log_error_errno(fd,
-					"The records file %s was removed while the agent ran and "
+					"The records file %s was %s while the agent ran and "
 					"cannot be made again: %m; keeping its records for retry",
-					f->path);
+					f->path, moved ? "moved away" : "removed");
 		f->removed = true;
 		f->last_err = fd; /* said: the write's error is not said again */
 		return fd;
@@ -171,9 +189,14 @@ static int file_check_removed(struct sink_file *f)
 	close(f->fd);
 	f->fd = fd;
 	f->removed = false;
-	log_warning("The records file %s was removed while the agent ran: made again (what "
-		    "had been written to it went with it)",
-		    f->path);
+	if (moved)
+		log_info("The records file %s was moved away (rotated): writing on to the file "
+			 "now at its path",
+			 f->path);
+	else
+		log_warning("The records file %s was removed while the agent ran: made again "
+			    "(what had been written to it went with it)",
+			    f->path);
 	return 0;
 }
 

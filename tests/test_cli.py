@@ -110,12 +110,40 @@ p = conf('filter = { exclude_uids = ["root"]; };\n')
 rc, out, err = run("--check-config=" + p)
 c.check(rc == 2 and "filter.exclude_uids" in err and "not an integer" in err,
         "a uid by name refused (%r)" % err)
-# cgroup paths resolve when the agent starts, before any probe loads
+# cgroup paths resolve when the agent starts, before any probe loads; one
+# not made yet is the host's state (slurmd's scope after a boot): exit 1,
+# which systemd starts again, where exit 2 (RestartPreventExitStatus) left
+# the node unwatched for good
 missing_cg = "/dc-cli-no-such-cgroup-%d/job" % os.getpid()
 p = conf('filter = { include_cgroups = ["%s"]; };\n' % missing_cg)
 rc, out, err = run("--config", p, "--output", os.path.join(tmp, "out.jsonl"), "--duration", "1")
-c.check(rc == 2 and "filter.include_cgroups" in err and missing_cg in err,
-        "a cgroup that does not exist: exit 2, key and path named (%r)" % err)
+c.check(rc == 1 and "filter.include_cgroups" in err and missing_cg in err,
+        "a cgroup that does not exist at start: exit 1, key and path named (%r)" % err)
+# what the start resolves on the host, --check-config resolves too (a
+# bad-input audit: each passed the check, then the start refused it, and
+# "systemctl reload", which runs the check, said nothing)
+check_conf('filter = { include_cgroups = ["%s"]; };\n' % missing_cg, 2,
+           ["filter.include_cgroups", missing_cg, "No such file"],
+           "a cgroup that does not exist refused at check")
+check_conf('traces = { sampling = { full_cgroups = ["%s"]; }; };\n' % missing_cg, 2,
+           ["traces.sampling.full_cgroups: no cgroup " + missing_cg],
+           "a full-trace cgroup that does not exist refused at check")
+check_conf("filter = { exclude_comms = [%s]; };\n" % ", ".join('"c%d"' % i for i in range(65)), 2,
+           ["filter.exclude_comms: more than 64 elements"], "65 comms refused at check")
+check_conf('probes = { libraries = ( { path = "/dc-cli-no-such.so"; category = "x"; '
+           'functions = ["read"]; } ); };\n', 2, ["/dc-cli-no-such.so: No such file"],
+           "a library that does not exist refused at check")
+check_conf('output = { path = "/proc/version/records.jsonl"; };\n', 2,
+           ["output.path /proc/version/records.jsonl cannot be made: /proc/version is not a "
+            "directory"], "an output.path below a file refused at check")
+check_conf('traces = { output = { dir = "/proc/version"; }; };\n', 2,
+           ["traces.output.dir /proc/version is not a directory"],
+           "a traces.output.dir that is a file refused at check")
+check_conf('kafka = { brokers = "127.0.0.1:9"; };\nspool = { dir = "/proc/version/spool"; };\n',
+           2, ["spool.dir /proc/version/spool cannot be made"],
+           "a spool.dir below a file refused at check")
+check_conf('output = { path = "%s"; };\n' % os.path.join(tmp, "new", "dir", "r.jsonl"), 0, [],
+           "an output.path whose directories are yet to be made: valid")
 p = conf('filter = { exclude_cgroups = ["system.slice"]; };\n')
 rc, out, err = run("--config", p, "--output", os.path.join(tmp, "out.jsonl"), "--duration", "1")
 c.check(rc == 2 and "filter.exclude_cgroups" in err and "absolute" in err,

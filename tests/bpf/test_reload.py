@@ -10,13 +10,15 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agentlib import Agent, Checks, require_root, run_workload, workload_pid  # noqa: E402
+from agentlib import (Agent, Checks, die_with_parent, require_root, run_workload,  # noqa: E402
+                      sanitizer_report, workload_pid)
 
 BASE = 'interval = 0.2;\ntraces = { sampling = { one_in_n = 10; }; output = { dir = "%s"; }; };\n'
 
@@ -155,6 +157,147 @@ def fifo_reader_gone(c, agent_bin):
             "... the write error and the loss said")
 
 
+def rotated_without_reload(c, agent_bin):
+    """The records file moved away, as logrotate does, with no SIGHUP after
+    (logrotate's reload is gone: it failed on a broken configuration, which
+    left every later record in the moved file, and applied edits not yet
+    meant to): the agent opens the path again by itself, moved with no new
+    file (nocreate) and with one made (create); every window in one of the
+    files, in order."""
+    d = tempfile.mkdtemp(prefix="dc-rotate-")
+    path = os.path.join(d, "records.jsonl")
+    a = Agent(agent_bin, 'interval = 0.2;\noutput = { path = "%s"; };\n' % path,
+              cli_output=False)
+    time.sleep(1.0)
+    os.rename(path, path + ".1")
+    time.sleep(1.0)
+    os.rename(path, path + ".2")
+    open(path, "w").close()
+    time.sleep(1.0)
+    c.eq(a.stop(), 0, "rotation: agent exits 0")
+    wins = [[r["window"] for r in a.records(p) if r["type"] == "agent"]
+            for p in (path + ".1", path + ".2", path)]
+    flat = [w for ws in wins for w in ws]
+    c.check(all(len(ws) >= 2 for ws in wins) and flat == list(range(len(flat))),
+            "rotated twice without a reload: each file holds the windows of its time, "
+            "together every window from 0 in order (%s)" % wins)
+    c.eq(a.log().count("was moved away (rotated)"), 2, "the log says each move once")
+
+
+class Bare:
+    """The agent started by hand, for what Agent() cannot do (a config on
+    standard input, a signal before READY=1): its notify socket read here.
+    conf: the configuration's text, written to a file, or with stdin_conf
+    written to the agent's standard input (-c /dev/stdin)."""
+
+    def __init__(self, agent_bin, conf, stdin_conf=False):
+        self.tmp = tempfile.mkdtemp(prefix="dc-bare-")
+        self.out = os.path.join(self.tmp, "records.jsonl")
+        conf = ('interval = 0.2;\nbudget = { cpu = 0.0; };\n'
+                'traces = { output = { dir = "%s"; }; };\n' % os.path.join(self.tmp, "tr") + conf)
+        path = "/dev/stdin"
+        if not stdin_conf:
+            path = os.path.join(self.tmp, "datacrumbs.conf")
+            with open(path, "w") as f:
+                f.write(conf)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(os.path.join(self.tmp, "notify"))
+        self.sock.settimeout(60)
+        self.err = open(os.path.join(self.tmp, "stderr"), "w+")
+        self.proc = subprocess.Popen(
+            [agent_bin, "-c", path, "-o", self.out],
+            stdin=subprocess.PIPE if stdin_conf else None, stdout=subprocess.DEVNULL,
+            stderr=self.err, preexec_fn=die_with_parent,
+            env=dict(os.environ, NOTIFY_SOCKET=os.path.join(self.tmp, "notify")))
+        if stdin_conf:
+            self.proc.stdin.write(conf.encode())
+            self.proc.stdin.close()
+
+    def until_ready(self):
+        """The notifications up to the next READY=1, joined."""
+        msgs = []
+        while not any("READY=1" in m.split("\n") for m in msgs):
+            msgs.append(self.sock.recv(4096).decode())
+        return "\n".join(msgs)
+
+    def stop(self):
+        """(exit status, the log); a sanitizer's report raised."""
+        self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(30)
+        self.sock.close()
+        self.err.seek(0)
+        log = self.err.read()
+        report = sanitizer_report(log, rc)
+        if report:
+            raise RuntimeError("the agent's sanitizers reported:\n" + report)
+        return rc, log
+
+    def windows_us(self):
+        with open(self.out) as f:
+            return [json.loads(l)["duration_us"] for l in f if '"type":"agent"' in l]
+
+
+def sig_blocked(pid, sig):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("SigBlk:"):
+                return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    return False
+
+
+def hup_during_start(c, agent_bin):
+    """A SIGHUP while the agent starts (systemctl kill -s HUP, a plain kill;
+    the start takes seconds with many library functions or brokers that do
+    not answer) waits for the event loop, which reloads, where it killed
+    the agent (exit 129) with window 0's counts in its maps. Sent as soon
+    as the agent blocks it, before READY=1."""
+    b = Bare(agent_bin, "")
+    t0 = time.monotonic()
+    while not sig_blocked(b.proc.pid, signal.SIGHUP) and time.monotonic() - t0 < 10:
+        time.sleep(0.001)
+    b.proc.send_signal(signal.SIGHUP)
+    b.sock.settimeout(0)
+    try:
+        early = b.sock.recv(4096).decode()
+    except BlockingIOError:
+        early = ""
+    b.sock.settimeout(60)
+    c.check("READY=1" not in early.split("\n"), "the SIGHUP was sent before READY=1 (%r)" % early)
+    try:
+        b.until_ready()
+        after = b.until_ready()
+    except (socket.timeout, OSError) as e:
+        after = "no second READY=1: %s" % e
+    c.check("RELOADING=1" in after, "a SIGHUP during the start: reloaded once the loop runs "
+            "(%r)" % after[:200])
+    time.sleep(0.6)
+    alive = b.proc.poll() is None
+    rc, log = b.stop()
+    c.check(alive and rc == 0, "... the agent runs on and exits 0 (exit %s: %s)"
+            % (rc, log.strip().split("\n")[-1:]))
+    c.check(len(b.windows_us()) >= 3, "... its windows written (%s)" % b.windows_us())
+
+
+def pipe_config_reload(c, agent_bin):
+    """A configuration read from a pipe (-c /dev/stdin) cannot be read again:
+    a reload is refused and says why, where the empty pipe used to read as a
+    file of defaults (traces and the VFS layer back on, written to
+    /var/lib/datacrumbs)."""
+    b = Bare(agent_bin, "", stdin_conf=True)
+    b.until_ready()
+    b.proc.send_signal(signal.SIGHUP)
+    msgs = b.until_ready()
+    time.sleep(1.0)
+    rc, log = b.stop()
+    c.eq(rc, 0, "pipe reload: agent exits 0")
+    c.check("reload refused" in msgs and "/dev/stdin is not a regular file but a pipe" in log,
+            "a reload of a configuration read from a pipe refused, and why (%r)" % log[-300:])
+    durs = b.windows_us()
+    c.check(len(durs) >= 6 and all(abs(x - 200000) < 60000 for x in durs[-3:-1]),
+            "the pipe's configuration kept: 0.2 s windows after the refused reload (%s)"
+            % durs[-4:])
+
+
 def main():
     agent_bin, wl_bin = sys.argv[1:3]
     require_root()
@@ -196,10 +339,11 @@ def main():
     c.check(a.proc.poll() is None, "the agent runs on after a refused reload")
     c.check("Reload refused" in a.log(), "the log says why")
     # 4. half of a reload cannot apply (a new host name, a trace directory
-    # that cannot be made): none of it does, the host included
+    # that cannot be made, though nothing in its way shows before: sysfs
+    # refuses the mkdir): none of it does, the host included
     off = "probes = { block = { enable = false; }; };\n"
     with open(a.conf, "w") as f:
-        f.write((BASE % "/proc/version/traces").replace("0.2", "0.5") + off +
+        f.write((BASE % "/sys/dc-no-traces").replace("0.2", "0.5") + off +
                 'host = "dc-reload-mix";\n')
     msgs = hup(c, a, "half-applicable")
     c.check("failed to open the new outputs" in msgs, "STATUS says the outputs could not open")
@@ -228,6 +372,9 @@ def main():
     full_disk(c, agent_bin)
     cut_records(c, agent_bin)
     fifo_reader_gone(c, agent_bin)
+    rotated_without_reload(c, agent_bin)
+    pipe_config_reload(c, agent_bin)
+    hup_during_start(c, agent_bin)
     c.check(True in blk and blk[-1] is False, "the block layer went off at the reload")
     got = sum(r["ops"].get("pwrite64", {}).get("count", 0) for r in recs
               if r["type"] == "features" and r["pid"] == pid)
