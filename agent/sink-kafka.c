@@ -1736,6 +1736,13 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 		goto fail;
 
 	r = spool_open(p->spool_dir, p->spool_fsync, &k->spool);
+	if (r == -EBUSY) {
+		snprintf(err, errlen,
+			 "spool directory %s (spool.dir) is in use by another datacrumbs agent "
+			 "(it holds the directory's lock): give each agent a spool.dir of its own",
+			 p->spool_dir);
+		goto fail;
+	}
 	if (r < 0) {
 		snprintf(err, errlen, "spool directory %s (spool.dir): %s", p->spool_dir,
 			 strerror(-r));

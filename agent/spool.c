@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,6 +39,20 @@ void spool_path(const struct spool *s, uint64_t seq, char *out, size_t len)
 	snprintf(out, len, "%s/%020" PRIu64 ".seg", s->dir, seq);
 }
 
+/*
+ * One agent per spool: two would number their segments from one listing,
+ * each rename replacing the other's segment, and each delete the other's
+ * delivered ones (a second agent run by hand beside the service, the
+ * package's and a DaemonSet's on one directory). The lock lives as long as
+ * dir_fd. A file system without flock (some NFS mounts) goes unlocked.
+ */
+static int spool_lock(int dir_fd)
+{
+	if (flock(dir_fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	return errno == EWOULDBLOCK ? -EBUSY : 0;
+}
+
 int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 {
 	struct spool *s = calloc(1, sizeof(*s));
@@ -65,6 +80,11 @@ int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 		r = -errno;
 		goto fail;
 	}
+	r = spool_lock(s->dir_fd);
+	if (r < 0) {
+		close(s->dir_fd);
+		goto fail;
+	}
 	/* a spool the agent cannot write (a read-only mount, another owner's
 	 * mode): said at start by the sink (spool_unwritable), not refused,
 	 * as when it turns read-only later: windows wait in memory and still
@@ -85,7 +105,9 @@ int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 			goto fail;
 		}
 	}
-	while ((de = readdir(d))) {
+	/* errno reset for every entry: a listing cut short by an error would
+	 * number new segments over ones it never saw */
+	for (errno = 0; (de = readdir(d)); errno = 0) {
 		size_t l = strlen(de->d_name);
 		char *end;
 		uint64_t seq;
@@ -143,6 +165,12 @@ int spool_open(const char *dir, bool do_fsync, struct spool **ret)
 			s->existing = n;
 		}
 		s->existing[s->n_existing++] = (struct spool_entry){seq, (uint64_t)st.st_size};
+	}
+	if (errno) {
+		r = -errno;
+		closedir(d);
+		close(s->dir_fd);
+		goto fail;
 	}
 	closedir(d);
 	qsort_safe(s->existing, s->n_existing, sizeof(*s->existing), cmp_entry);
@@ -229,6 +257,11 @@ static int recreate_dir(struct spool *s)
 	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
 		close(fd);
 		return -EPERM;
+	}
+	r = spool_lock(fd);
+	if (r < 0) {
+		close(fd);
+		return r;
 	}
 	close(s->dir_fd);
 	s->dir_fd = fd;

@@ -165,8 +165,20 @@ int main(void)
 			CHECK(r == 0 && has_seg(dir, 12), "... and written (%d)", r);
 			snprintf(p, sizeof(p), "%s/notes.tmp", dir);
 			CHECK(access(p, F_OK) == 0, "another file named .tmp is left alone");
-			spool_free(s);
-			s = NULL;
+			/* a second agent on the same directory: refused while the
+			 * first holds it, taken once the first is gone */
+			{
+				struct spool *t = NULL;
+
+				r = spool_open(dir, false, &t);
+				CHECK(r == -EBUSY && !t,
+				      "a second open of a spool in use: -EBUSY (%d)", r);
+				spool_free(s);
+				s = NULL;
+				r = spool_open(dir, false, &t);
+				CHECK(r == 0, "... and open once the first closed it (%d)", r);
+				spool_free(t);
+			}
 		}
 	}
 	buf_free(&b);
