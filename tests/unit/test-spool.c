@@ -173,6 +173,7 @@ int main(void)
 				r = spool_open(dir, false, &t);
 				CHECK(r == -EBUSY && !t,
 				      "a second open of a spool in use: -EBUSY (%d)", r);
+				t = spool_free(t);
 				spool_free(s);
 				s = NULL;
 				r = spool_open(dir, false, &t);
