@@ -154,8 +154,8 @@ static const struct dc_cfg_item items[] = {
      "names, counted in the agent record, never counts"},
     {"traces.enable", CFG_BOOL, F(traces_enable), "true", 0, 0, NULL,
      "keep sampled full traces of individual calls (traces.sampling); false removes the "
-     "sampling code from the probes (switching it back on needs a restart, a sampling "
-     "change does not)"},
+     "sampling code from the probes (a reload changing it loads the probes again, a "
+     "sampling change applies in place)"},
     {"traces.ring_mib", CFG_INT, F(traces_ring_mib), "2", 1, 1024, NULL,
      "kernel ring buffer for trace events (rounded up to a power of two; about 96 bytes an "
      "event: 2 MiB holds four times the default node burst); a full ring drops events, counted "
