@@ -267,7 +267,7 @@ static const struct dc_cfg_item items[] = {
      "seconds to wait at start for the brokers to confirm the topics exist; a broker that "
      "does not answer does not stop the agent (the spool takes over)"},
     {"spool.dir", CFG_STRING, F(spool_dir), "/var/lib/datacrumbs/spool", 0, 0, NULL,
-     "where records wait until Kafka confirms them"},
+     "where records wait until Kafka confirms them; one agent per directory (locked)"},
     {"spool.max_mib", CFG_INT, F(spool_max_mib), "256", 1, 1 << 20, NULL,
      "spool bound; when full the oldest traces are dropped first, then the oldest feature "
      "vectors, and the agent record counts them"},

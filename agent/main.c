@@ -158,8 +158,8 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
  * What the start resolves on this host, resolved for --check-config as
  * well: a check that passed what the start refuses made
  * "systemctl reload" succeed on a file the agent then refused, and the
- * next boot fail. -ENOENT: a cgroup not made yet (the start exits 1 on it,
- * to be started again); else the file's fault.
+ * next boot fail for good. -ENOENT: a cgroup not made yet, warned of (the
+ * start exits 1 on it, to be started again); else the file's fault.
  */
 static int check_on_host(const struct dc_config *cfg)
 {
@@ -169,10 +169,21 @@ static int check_on_host(const struct dc_config *cfg)
 
 	r = filter_new(cfg, NULL, &f, err, sizeof(err));
 	filter_free(f);
+	if (r == -ENOENT)
+		return log_warning("Not on this node yet: %s (the start would exit 1, to be "
+				   "started again)",
+				   err),
+		       r;
 	if (r < 0)
 		return log_error("Invalid configuration: %s", err), r;
-	if (cfg->traces_enable && (r = traces_check_policy(cfg, err, sizeof(err))) < 0)
-		return log_error("Invalid configuration: %s", err), r == -ENOENT ? r : -EINVAL;
+	r = cfg->traces_enable ? traces_check_policy(cfg, err, sizeof(err)) : 0;
+	if (r == -ENOENT)
+		return log_warning("Not on this node yet: %s (the start would exit 1, to be "
+				   "started again)",
+				   err),
+		       r;
+	if (r < 0)
+		return log_error("Invalid configuration: %s", err), -EINVAL;
 	if (cfg->n_libs && (r = probe_uprobe_check(cfg, err, sizeof(err))) < 0)
 		return log_error("Invalid configuration: %s", err), -EINVAL;
 	return 0;
@@ -217,12 +228,6 @@ int main(int argc, char **argv)
 	 * error the sink reports and retries, not the end of the agent
 	 * (systemd ignores SIGPIPE for its services; a shell does not) */
 	signal(SIGPIPE, SIG_IGN);
-	/* blocked before any thread exists (libbpf's loads, the drains,
-	 * librdkafka's), for the event loop's signalfd to take: a SIGHUP or
-	 * SIGTERM during the start (seconds: the verifier, a thousand library
-	 * functions, kafka.start_timeout) then waits for the loop instead of
-	 * killing the agent with window 0's counts in its maps */
-	block_signals();
 	log_init();
 	if (args_parse(argc, argv, &a, err, sizeof(err)) < 0) {
 		fprintf(stderr, "datacrumbs: %s\nTry 'datacrumbs --help'.\n", err);
@@ -250,11 +255,28 @@ int main(int argc, char **argv)
 	if (load_config(&a, &cfg) < 0)
 		return EXIT_USAGE;
 	if (a.action == DC_ACTION_CHECK_CONFIG) {
-		if (check_on_host(&cfg) < 0)
+		r = check_on_host(&cfg);
+		if (r == -ENOENT) {
+			/* the node's state, not the file's: the start would exit
+			 * 1 and be started again (Ansible validates a file on a
+			 * node that may not have slurmd's scope yet) */
+			printf(
+			    "configuration %s is valid, but this node cannot run it yet (above)\n",
+			    a.config ? a.config : "(defaults)");
+			return 0;
+		}
+		if (r < 0)
 			return EXIT_USAGE;
 		printf("configuration %s is valid\n", a.config ? a.config : "(defaults)");
 		return 0;
 	}
+	/* blocked before any thread of the start exists (libbpf's loads, the
+	 * drains, librdkafka's), for the event loop's signalfd to take: a
+	 * SIGHUP or SIGTERM during the start (seconds: the verifier, a
+	 * thousand library functions, kafka.start_timeout) then waits for the
+	 * loop instead of killing the agent with window 0's counts in its
+	 * maps. After the check: a check reading a FIFO stays interruptible. */
+	block_signals();
 	level = log_parse_level(cfg.log_level);
 	log_set_max_level(level < 0 ? LOG_INFO : level);
 	libbpf_set_print(libbpf_print);

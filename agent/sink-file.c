@@ -159,11 +159,14 @@ static int file_check_removed(struct sink_file *f)
 	if (!f->owned || f->unlinked_ok)
 		return 0;
 	/* ESTALE: removed by another NFS client (removed here, NFS renames
-	 * it .nfsXXXX and keeps a link: not seen) */
-	if (fstat(f->fd, &st) < 0 ? errno != ESTALE : !S_ISREG(st.st_mode))
+	 * it .nfsXXXX and keeps a link: seen as moved) */
+	if (fstat(f->fd, &st) < 0) {
+		if (errno != ESTALE)
+			return 0;
+	} else if (!S_ISREG(st.st_mode))
 		/* a FIFO removed keeps its reader: left alone */
 		return 0;
-	if (st.st_nlink > 0 && !(moved = file_moved(f, &st)))
+	else if (st.st_nlink > 0 && !(moved = file_moved(f, &st)))
 		return 0;
 	fd = mkdir_parents(f->path, false);
 	if (fd >= 0)

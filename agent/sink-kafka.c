@@ -1728,13 +1728,8 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 		snprintf(err, errlen, "pipe: %s", strerror(-r));
 		goto fail;
 	}
-	r = producer_new(k, err, errlen);
-	if (r < 0)
-		goto fail;
-	r = p->topics_checked ? 0 : check_topics(k, (int)p->start_timeout_ms, err, errlen);
-	if (r < 0)
-		goto fail;
-
+	/* the spool's lock first: a second agent on it is refused before it
+	 * connects to any broker, or waits kafka.start_timeout for them */
 	r = spool_open(p->spool_dir, p->spool_fsync, &k->spool);
 	if (r == -EBUSY) {
 		snprintf(err, errlen,
@@ -1748,6 +1743,13 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 			 strerror(-r));
 		goto fail;
 	}
+	r = producer_new(k, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = p->topics_checked ? 0 : check_topics(k, (int)p->start_timeout_ms, err, errlen);
+	if (r < 0)
+		goto fail;
+
 	/* a previous run's undelivered windows go first, in order */
 	{
 		struct kseg **tail = &k->head;

@@ -172,7 +172,10 @@ def rotated_without_reload(c, agent_bin):
     os.rename(path, path + ".1")
     time.sleep(1.0)
     os.rename(path, path + ".2")
-    open(path, "w").close()
+    # made aside and moved in: an open(path, "w") would empty a file the
+    # agent made there first
+    open(path + ".new", "w").close()
+    os.rename(path + ".new", path)
     time.sleep(1.0)
     c.eq(a.stop(), 0, "rotation: agent exits 0")
     wins = [[r["window"] for r in a.records(p) if r["type"] == "agent"]
