@@ -77,6 +77,22 @@ void seg_raw_add(struct dc_buf *raw, uint32_t type, uint64_t window, const char 
 	buf_put(raw, data, len);
 }
 
+int seg_raw_append(struct dc_buf *raw, uint32_t type, uint64_t window, const char *data,
+		   uint32_t len)
+{
+	/* room for the header and the data at once: a header without its
+	 * data would frame every record after it wrong, the whole segment
+	 * then set aside as malformed */
+	if (buf_grow(raw, 16 + (size_t)len) < 0) {
+		/* the buffer is as it was, whole records only: later ones
+		 * may still fit */
+		raw->err = 0;
+		return -ENOMEM;
+	}
+	seg_raw_add(raw, type, window, data, len);
+	return 0;
+}
+
 int seg_raw_next(const char *raw, size_t raw_len, size_t *off, struct dc_seg_rec *rec)
 {
 	uint32_t len;

@@ -49,6 +49,10 @@ struct dc_seg_rec {
 /* Append one record to a raw (uncompressed) body. */
 void seg_raw_add(struct dc_buf *raw, uint32_t type, uint64_t window, const char *data,
 		 uint32_t len);
+/* seg_raw_add() for a body that lives on: the record whole or not at all,
+ * -ENOMEM leaving the body as it was (and appendable) */
+int seg_raw_append(struct dc_buf *raw, uint32_t type, uint64_t window, const char *data,
+		   uint32_t len);
 /* Iterate a raw body: returns 1 with *rec filled, 0 at the end, -EBADMSG if malformed. */
 int seg_raw_next(const char *raw, size_t raw_len, size_t *off, struct dc_seg_rec *rec);
 

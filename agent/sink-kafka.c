@@ -829,18 +829,25 @@ static int kafka_write(struct dc_sink *s, enum dc_rec_type type, const struct dc
 {
 	struct sink_kafka *k = (struct sink_kafka *)s;
 
-	if (type == DC_REC_TRACE) {
-		if (!k->topic_name[type][0])
-			return 0; /* no traces topic configured */
-		seg_raw_add(&k->building_tr, type, w->seq, data, (uint32_t)len);
-		k->building_tr_n++;
-		return k->building_tr.err ? -ENOMEM : 0;
-	}
+	bool tr = type == DC_REC_TRACE;
+	int r;
+
+	/* no traces (stacks) topic configured: not this sink's */
 	if (!k->topic_name[type][0])
-		return 0; /* stacks records with no stacks topic configured */
-	seg_raw_add(&k->building, type, w->seq, data, (uint32_t)len);
-	k->building_n++;
-	return k->building.err ? -ENOMEM : 0;
+		return 0;
+	r = seg_raw_append(tr ? &k->building_tr : &k->building, type, w->seq, data, (uint32_t)len);
+	if (r < 0) {
+		/* counted where the agent record sees it, not only said by
+		 * the caller (the file sink may have taken it) */
+		k->base.stats.dropped_records++;
+		k->base.stats.dropped_bytes += len;
+		return r;
+	}
+	if (tr)
+		k->building_tr_n++;
+	else
+		k->building_n++;
+	return 0;
 }
 
 /* Records raw as meta says, the file of segment g (written, or replacing

@@ -101,6 +101,25 @@ int main(void)
 	CHECK(seg_raw_next("\xff\xff\xff\x0f\0\0\0\0\0\0\0\0\0\0\0\0", 16, &(size_t){0}, &rec) ==
 		  -EBADMSG,
 	      "record length past the end is refused");
+	/* an append that cannot get its room (the latched error stands for
+	 * a failed realloc): nothing of the record, the body still whole and
+	 * taking records after it */
+	buf_reset(&raw);
+	CHECK(seg_raw_append(&raw, 0, 1, "one", 3) == 0 && raw.len == 19, "an append (%zu)",
+	      raw.len);
+	raw.err = ENOMEM;
+	CHECK(seg_raw_append(&raw, 0, 1, "two", 3) == -ENOMEM && raw.len == 19 && !raw.err,
+	      "an append without room: -ENOMEM, no header left alone (%zu)", raw.len);
+	CHECK(seg_raw_append(&raw, 0, 1, "three", 5) == 0, "... and the next one taken");
+	{
+		size_t at = 0;
+		int whole = 0;
+
+		while (seg_raw_next(raw.data, raw.len, &at, &rec) > 0)
+			whole++;
+		CHECK(whole == 2 && at == raw.len, "... the body frames two whole records (%d)",
+		      whole);
+	}
 	buf_free(&raw);
 	buf_free(&img);
 	buf_free(&back);
