@@ -176,10 +176,12 @@ int seg_decode(const char *img, size_t len, struct dc_seg_meta *meta, struct dc_
 	struct dc_seg_rec rec;
 	int r;
 
+	/* the magic before the length: "hello\n" is no segment, not a
+	 * truncated one */
+	if (len && memcmp(img, DC_SEG_MAGIC, len < 8 ? len : 8))
+		return bad(err, errlen, "not a datacrumbs spool segment (bad magic)");
 	if (len < FIXED_HDR)
 		return bad(err, errlen, "truncated: %zu bytes, shorter than a header", len);
-	if (memcmp(img, DC_SEG_MAGIC, 8))
-		return bad(err, errlen, "not a datacrumbs spool segment (bad magic)");
 	if (get_u32(img + 8) != DC_SEG_VERSION)
 		return bad(err, errlen, "segment version %u, this agent reads %u", get_u32(img + 8),
 			   DC_SEG_VERSION);

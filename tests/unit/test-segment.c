@@ -78,6 +78,11 @@ int main(void)
 	r = seg_decode("NOTASPOOLSEGMENT-NOTASPOOLSEGMENT-NOTASPOOLSEGMENT-NOTASPOOL", 60, &got,
 		       &back, err, sizeof(err));
 	CHECK(r == -EBADMSG && strstr(err, "magic"), "foreign file: %s", err);
+	/* short and foreign: not a segment, not a truncated one */
+	r = seg_decode("hello\n", 6, &got, &back, err, sizeof(err));
+	CHECK(r == -EBADMSG && strstr(err, "magic"), "a short foreign file: %s", err);
+	r = seg_decode(DC_SEG_MAGIC, 5, &got, &back, err, sizeof(err));
+	CHECK(r == -EBADMSG && strstr(err, "truncated"), "the magic's first bytes alone: %s", err);
 	/* a header whose record length disagrees with the frame's, its own
 	 * checksum made right (a crafted file): refused before the length is
 	 * allocated (it was, 3 GiB, the frame's 5 KiB then failing) */

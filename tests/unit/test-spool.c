@@ -182,6 +182,28 @@ int main(void)
 			}
 		}
 	}
+	/* a stray file under a segment's name: its first bytes read, not the
+	 * whole of it */
+	{
+		static char junk[1 << 20];
+		char p[PATH_MAX + 64];
+
+		memset(junk, 'x', sizeof(junk));
+		snprintf(p, sizeof(p), "%s/%020d.seg", dir, 20);
+		CHECK(spool_write_file(p, junk, sizeof(junk)) == 0, "a stray 1 MiB segment 20");
+		r = spool_open(dir, false, &s);
+		CHECK(r == 0, "open (%d)", r);
+		if (!r) {
+			r = spool_read(s, 20, &b);
+			CHECK(r == 0 && b.len == 8,
+			      "... read as far as its magic, 8 bytes, not 1 MiB (%d, %zu)", r,
+			      b.len);
+			r = spool_read(s, 12, &b);
+			CHECK(r == 0 && b.len == 1 && b.data[0] == 'z',
+			      "a file shorter than the magic read whole (%d, %zu)", r, b.len);
+			s = spool_free(s);
+		}
+	}
 	buf_free(&b);
 	rm_rf(base);
 	return tap_done();
