@@ -315,9 +315,12 @@ int spool_write(struct spool *s, uint64_t seq, const char *data, size_t len)
 		unlinkat(s->dir_fd, tmp, 0);
 		return r;
 	}
-	/* the rename itself survives a power cut only once the directory is synced */
-	if (s->fsync)
-		fsync(s->dir_fd);
+	/* the rename itself survives a power cut only once the directory is
+	 * synced: failed (EIO), the segment is not counted written, and stays
+	 * held for a rewrite under its name (at worst delivered twice, never
+	 * lost to the power cut) */
+	if (s->fsync && fsync(s->dir_fd) < 0)
+		return -errno;
 	return 0;
 }
 
