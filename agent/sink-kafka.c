@@ -357,6 +357,30 @@ static void log_refused(struct sink_kafka *k, const rd_kafka_message_t *m)
 	k->refused_quiet = 0;
 }
 
+/* The producer's own refusal of a record larger than message.max.bytes:
+ * said as the brokers' refusals are, once a minute with the count since
+ * (a node whose trace batches pass the bound had a line every window) */
+static void log_too_large(struct sink_kafka *k, const struct dc_seg_rec *rec,
+			  rd_kafka_resp_err_t err)
+{
+	uint64_t now = now_usec();
+	char since[64] = "";
+
+	if (k->refused_log_usec && now - k->refused_log_usec < 60 * USEC_PER_SEC) {
+		k->refused_quiet++;
+		return;
+	}
+	if (k->refused_quiet)
+		snprintf(since, sizeof(since), " (and %" PRIu64 " more since last said)",
+			 k->refused_quiet);
+	log_error("Record of window %" PRIu64 " (%u bytes) refused by the producer: %s; "
+		  "dropping it (refused_records; kafka.properties' message.max.bytes is the "
+		  "bound, traces.batch_max_mib a trace batch's size)%s",
+		  rec->window, rec->len, rd_kafka_err2str(err), since);
+	k->refused_log_usec = now;
+	k->refused_quiet = 0;
+}
+
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
 	struct sink_kafka *k = opaque;
@@ -696,10 +720,7 @@ static void pump(struct sink_kafka *k)
 				seg_past(g, off);
 				k->too_large++;
 				k->base.stats.dropped_records++;
-				log_error("Record of window %" PRIu64
-					  " (%u bytes) refused by the producer: "
-					  "%s; dropping it",
-					  rec.window, rec.len, rd_kafka_err2str(err));
+				log_too_large(k, &rec, err);
 				continue;
 			}
 			if (err) {
