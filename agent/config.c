@@ -513,14 +513,12 @@ static int set_intlist(struct dc_config *c, const struct dc_cfg_item *it, config
 				    i + 1);
 		v = config_setting_get_int64(e);
 		if ((double)v < it->min || (double)v > it->max)
-			/* libconfig 1.5 keeps a bare integer in 32 bits: 3000000000
-			 * arrives negative, 3000000000L does not */
-			return fail(
-			    err, errlen, "%s: element %d (%lld) is out of range [%.0f, %.0f]%s",
-			    it->path, i + 1, (long long)v, it->min, it->max,
-			    config_setting_type(e) == CONFIG_TYPE_INT && v < 0 && it->min >= 0
-				? " (values above 2147483647 need an L suffix)"
-				: "");
+			/* a bare 3000000000, which libconfig 1.5 would read
+			 * negative, never gets here: the text scan refused it
+			 * with the L suffix to write (check_text) */
+			return fail(err, errlen,
+				    "%s: element %d (%lld) is out of range [%.0f, %.0f]", it->path,
+				    i + 1, (long long)v, it->min, it->max);
 		out->v[out->n++] = v;
 	}
 	return 0;
@@ -663,6 +661,23 @@ static int apply_libraries(struct dc_config *c, config_setting_t *s, const char 
 	return 0;
 }
 
+/* What a setting of this type is written as, for an error's "expected". */
+static const char *type_name(enum dc_cfg_type t)
+{
+	switch (t) {
+	case CFG_FLOAT:
+		return "a number";
+	case CFG_INT:
+		return "an integer";
+	case CFG_STRING:
+		return "a string";
+	case CFG_BOOL:
+		return "true or false";
+	default:
+		return "a list";
+	}
+}
+
 static int apply_setting(struct dc_config *c, config_setting_t *s, const char *file, char *err,
 			 size_t errlen)
 {
@@ -677,6 +692,10 @@ static int apply_setting(struct dc_config *c, config_setting_t *s, const char *f
 	it = item_find(path);
 	if (type == CONFIG_TYPE_GROUP &&
 	    !(it && (it->type == CFG_STRLIST || it->type == CFG_INTLIST))) {
+		if (it)
+			/* interval = { }: a known setting given a group */
+			return fail(err, errlen, "%s:%d: %s: expected %s, not a group", file, line,
+				    path, type_name(it->type));
 		if (!is_group(path))
 			return fail(err, errlen, "%s:%d: unknown setting group '%s'", file, line,
 				    path);
@@ -705,8 +724,7 @@ static int apply_setting(struct dc_config *c, config_setting_t *s, const char *f
 		} else if (type == CONFIG_TYPE_FLOAT && it->type == CFG_FLOAT)
 			r = set_number(c, it, config_setting_get_float(s), msg, sizeof(msg));
 		else
-			r = fail(msg, sizeof(msg), "%s: expected %s", path,
-				 it->type == CFG_INT ? "an integer" : "a number");
+			r = fail(msg, sizeof(msg), "%s: expected %s", path, type_name(it->type));
 		break;
 	case CFG_STRING:
 		if (type != CONFIG_TYPE_STRING)

@@ -219,6 +219,11 @@ p = run_checked([os.path.abspath(agent), "--check-config=" + os.path.join(incdir
 c.check(p.returncode == 0, "a relative @include is read beside its file, from / too (%r)" % p.stderr)
 check_conf("maps = 5;\n", 2, ["'maps' is a group of settings"],
            "a group given a value: said so, not called unknown")
+check_conf("interval = { };\n", 2, ["{path}:1: interval: expected a number, not a group"],
+           "a number given a group: said so, not called an unknown group")
+check_conf("output = { path = { }; };\n", 2,
+           ["{path}:1: output.path: expected a string, not a group"],
+           "a string given a group: said so")
 check_conf("maps = { max_keys = 99999999999999999999999L; };\n", 2,
            ["99999999999999999999999 does not fit 64 bits"],
            "an L integer past 64 bits refused as written")
