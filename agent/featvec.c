@@ -218,6 +218,11 @@ void featvec_compute(const struct dc_agg_entry *e, size_t n, double window_sec,
 			if (oi->size_src == DC_SZ_RET)
 				f->write_bytes += v->bytes;
 			break;
+		case DC_CLASS_DATA_COPY:
+			f->copy_ops += v->count;
+			f->copy_time_ns += v->time_ns;
+			f->copy_bytes += v->bytes;
+			break;
 		case DC_CLASS_METADATA:
 			f->meta_ops += v->count;
 			f->meta_time_ns += v->time_ns;
@@ -237,7 +242,8 @@ void featvec_compute(const struct dc_agg_entry *e, size_t n, double window_sec,
 	f->write_bw = per((double)f->write_bytes, window_sec);
 	f->read_bw_io = per((double)f->read_bytes, (double)f->read_time_ns / 1e9);
 	f->write_bw_io = per((double)f->write_bytes, (double)f->write_time_ns / 1e9);
-	f->iops = per((double)(f->read_ops + f->write_ops), window_sec);
+	f->copy_bw = per((double)f->copy_bytes, window_sec);
+	f->iops = per((double)(f->read_ops + f->write_ops + f->copy_ops), window_sec);
 	f->ops_per_sec = per((double)f->ops, window_sec);
 	f->meta_share = per((double)f->meta_ops, (double)f->ops);
 	f->meta_time_share = per((double)f->meta_time_ns, (double)f->time_ns);

@@ -57,6 +57,7 @@ struct dc_features {
 	uint64_t ops, errors, time_ns;
 	uint64_t read_ops, read_bytes, read_time_ns;
 	uint64_t write_ops, write_bytes, write_time_ns;
+	uint64_t copy_ops, copy_bytes, copy_time_ns;
 	uint64_t meta_ops, meta_time_ns;
 	uint64_t sync_ops, sync_time_ns;
 	uint64_t async_ops;
@@ -64,7 +65,8 @@ struct dc_features {
 	double write_bw;
 	double read_bw_io; /* bytes per second of time spent in read calls */
 	double write_bw_io;
-	double iops;		/* data calls (read + write classes) per second of window */
+	double copy_bw;
+	double iops;		/* data calls (read, write, copy classes) per second of window */
 	double ops_per_sec;	/* all calls per second of window */
 	double meta_share;	/* metadata calls / all calls */
 	double meta_time_share; /* metadata time / all call time */

@@ -68,6 +68,8 @@ const char *ops_class_name(enum dc_op_class cls)
 		return "sync";
 	case DC_CLASS_ASYNC:
 		return "async";
+	case DC_CLASS_DATA_COPY:
+		return "data_copy";
 	default:
 		return "unknown";
 	}

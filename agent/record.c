@@ -446,6 +446,12 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 	json_u64(&j, f.write_bytes);
 	json_key(&j, "write_time_ns");
 	json_u64(&j, f.write_time_ns);
+	json_key(&j, "copy_ops");
+	json_u64(&j, f.copy_ops);
+	json_key(&j, "copy_bytes");
+	json_u64(&j, f.copy_bytes);
+	json_key(&j, "copy_time_ns");
+	json_u64(&j, f.copy_time_ns);
 	json_key(&j, "metadata_ops");
 	json_u64(&j, f.meta_ops);
 	json_key(&j, "metadata_time_ns");
@@ -526,6 +532,8 @@ void record_features(struct dc_buf *b, const struct dc_record_ctx *ctx,
 	json_double(&j, f.read_bw_io);
 	json_key(&j, "write_bw_io");
 	json_double(&j, f.write_bw_io);
+	json_key(&j, "copy_bw");
+	json_double(&j, f.copy_bw);
 	json_key(&j, "iops");
 	json_double(&j, f.iops);
 	json_key(&j, "ops_per_sec");

@@ -429,6 +429,15 @@ def copies(agent_bin, mechanism):
     for n, w in want.items():
         c.eq(got.get(fnv1a(names[n].encode())), w, "%s: %s charged with the copies"
              % (mechanism, n))
+    # the process's totals: the four copies in their own class, not in
+    # write_bytes (the child's one write is its empty report to the parent)
+    tot = {"copy_ops": 0, "copy_bytes": 0, "write_bytes": 0}
+    for x in a.records():
+        if x["type"] == "features" and x["pid"] == pid:
+            for k in tot:
+                tot[k] += x["totals"][k]
+    c.eq(tot, {"copy_ops": 4, "copy_bytes": 40960, "write_bytes": 0},
+         "%s: the copies in totals' copy class, none in write_bytes" % mechanism)
     return c.done()
 
 

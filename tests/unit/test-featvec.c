@@ -58,6 +58,22 @@ int main(void)
 	CHECK(fabs(f.write_bw_io - 409600 / 0.001) < 1e-3,
 	      "write bandwidth per second of I/O time");
 	CHECK(fabs(f.iops - 75) < 1e-9, "IOPS counts data calls only (%g)", f.iops);
+	CHECK_U64(f.copy_ops, 0, "no copies");
+	{
+		/* a cp by copy_file_range: a copy, neither a read nor a write */
+		struct dc_agg_entry cp[] = {mk(30, 1, DC_OP_copy_file_range, 3, 3 << 20, 900),
+					    mk(30, 1, DC_OP_write, 1, 10, 5)};
+		struct dc_features g;
+
+		featvec_compute(cp, 2, 2.0, &g);
+		CHECK(g.copy_ops == 3 && g.copy_bytes == 3 << 20 && g.copy_time_ns == 900 &&
+			  g.write_bytes == 10 && g.write_ops == 1 && g.read_bytes == 0,
+		      "copies in their own class (%llu ops, %llu bytes; write %llu)",
+		      (unsigned long long)g.copy_ops, (unsigned long long)g.copy_bytes,
+		      (unsigned long long)g.write_bytes);
+		CHECK(fabs(g.copy_bw - (3 << 20) / 2.0) < 1e-6 && fabs(g.iops - 2) < 1e-9,
+		      "copy bandwidth per second of window; IOPS counts copies (%g)", g.iops);
+	}
 	CHECK(fabs(f.meta_share - 11.0 / 161) < 1e-12, "metadata share (mmap and openat)");
 	CHECK_U64(f.meta_ops, 11, "mmap is metadata, its length is not bandwidth");
 
