@@ -212,9 +212,12 @@ static __always_inline struct dc_stash *stash_get(struct task_struct *task, __u3
 	if (use_task_storage)
 		return bpf_task_storage_get(&stash_task, task, 0,
 					    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-	/* from .rodata, not the stack: the stash is most of the 512 bytes */
+	/* from .rodata, not the stack: the stash is most of the 512 bytes.
+	 * NOEXIST: an entry left by an interrupted call (restarting, its
+	 * first entry's time) is the restart's to find; stash_open() sets
+	 * every field a call uses */
 	if (create)
-		bpf_map_update_elem(&stash_tid, &tid, &zero_stash, BPF_ANY);
+		bpf_map_update_elem(&stash_tid, &tid, &zero_stash, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&stash_tid, &tid);
 }
 
@@ -222,11 +225,12 @@ enum { STASH_NONE, STASH_TAKEN, STASH_FILTERED };
 
 /* Consumes the entry this thread left for op (the file part into *fs);
  * *keep: the stash itself where it outlives the call (task storage), for
- * its slot hints. */
+ * its slot hints. restart: the call returned to be run again (on_exit), and
+ * a hash entry stays for the restart, as task storage does. */
 static __always_inline int stash_take(struct task_struct *task, __u32 tid, __u32 op, __u64 *ts,
 				      __u64 *size, struct dc_file_stash *fs,
 				      struct dc_file_stash **fsrc, __u32 *tr_seq,
-				      struct stk_call *sc, struct dc_stash **keep)
+				      struct stk_call *sc, struct dc_stash **keep, bool restart)
 {
 	struct dc_stash *st = stash_get(task, tid, false);
 
@@ -264,6 +268,10 @@ static __always_inline int stash_take(struct task_struct *task, __u32 tid, __u32
 	}
 	if (use_task_storage)
 		st->ts = 0;
+	else if (restart)
+		/* kept with its time: a hash entry deleted here made the
+		 * restart a second call, and this exit an error */
+		st->restarting = 1;
 	else
 		bpf_map_delete_elem(&stash_tid, &tid);
 	return STASH_TAKEN;
@@ -431,7 +439,7 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 	struct dc_agg_val *v;
 	struct dc_stash *hs = NULL;
 	__u64 ts, size, lat, bytes = 0;
-	bool sized = false;
+	bool sized = false, restart;
 
 	if (!op)
 		return;
@@ -440,8 +448,10 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 	tgid = task->tgid;
 	if (tgid == agent_tgid)
 		return;
+	/* ERESTARTSYS, ERESTARTNOINTR, ERESTARTNOHAND: below */
+	restart = ret <= -512 && ret >= -514;
 	switch (stash_take(task, use_task_storage ? 0 : task->pid, op, &ts, &size, &fs, &fsrc,
-			   &tr_seq, &sc, &hs)) {
+			   &tr_seq, &sc, &hs, restart)) {
 	case STASH_FILTERED:
 		return;
 	case STASH_NONE:
@@ -452,9 +462,12 @@ static __always_inline void on_exit(void *ctx, long nr, long ret, __u64 sp, bool
 	 * the signal is handled, and the kernel runs the call again after it
 	 * (no handler, or SA_RESTART; a stop and continue, a cgroup freeze).
 	 * Counted then, once, not here as a call and an error. */
-	if (ret <= -512 && ret >= -514 && hs) {
-		hs->ts = ts;
-		hs->restarting = 1;
+	if (restart) {
+		/* the hash entry was kept so by stash_take() */
+		if (hs) {
+			hs->ts = ts;
+			hs->restarting = 1;
+		}
 		/* its 1-in-N draw is the completed call's: this exit's is not
 		 * used, and draws are independent */
 		return;

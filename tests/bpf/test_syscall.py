@@ -117,14 +117,17 @@ os.waitpid(pid, 0)
 """
 
 
-def scenario_restart(agent_bin, wl_bin):
+def scenario_restart(agent_bin, wl_bin, stash="auto"):
     """A read blocked on a pipe, interrupted five times (two stops and
     continues, which the kernel restarts itself; a signal whose handler
     returns, after which the program retries on EINTR): one read, no error,
     timed from its first entry, as the program made it. (Counted as three
-    calls and two errors, and more, before.)"""
+    calls and two errors, and more, before; with the hash entry stash, a
+    restart was a second call and its first exit an error until
+    2026-12-02.)"""
     c = Checks()
-    a = Agent(agent_bin, "interval = 0.2;\n")
+    a = Agent(agent_bin, 'interval = 0.2;\nprobes = { syscall = { entry_stash = "%s"; }; };\n'
+              % stash)
     out = subprocess.run([sys.executable, "-c", RESTART_CHILD], capture_output=True, text=True,
                          timeout=30)
     time.sleep(0.5)
@@ -1651,6 +1654,7 @@ def main():
      "file-turnover": scenario_file_turnover,
      "many-keys": scenario_many_keys,
      "sigterm": scenario_sigterm, "restart": scenario_restart,
+     "restart-hash": lambda a, w: scenario_restart(a, w, "hash"),
      "output-removed": scenario_output_removed,
      "duration": scenario_sigint_duration, "windows": scenario_windows}[scenario](agent_bin, wl_bin)
 
