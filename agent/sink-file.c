@@ -64,6 +64,7 @@ static int file_cut_to(struct sink_file *f, off_t size, off_t partial)
 }
 
 static int open_output(const char *path);
+static void file_repair(struct sink_file *f);
 
 /* Bytes [from, to) leave the buffer (written or dropped). */
 static void held_cut(struct sink_file *f, size_t from, size_t to)
@@ -182,8 +183,12 @@ static int file_check_removed(struct sink_file *f)
 		if (!f->removed)
 			log_error_errno(fd,
 					"The records file %s was %s while the agent ran and "
-					"cannot be made again: %m; keeping its records for retry",
-					f->path, moved ? "moved away" : "removed");
+					"cannot be made again: %m; keeping its records for retry%s",
+					f->path, moved ? "moved away" : "removed",
+					moved && access(f->path, F_OK) == 0
+					    ? " (what the path names now cannot be opened: a FIFO "
+					      "without a reader, a directory)"
+					    : "");
 		f->removed = true;
 		f->last_err = fd; /* said: the write's error is not said again */
 		return fd;
@@ -192,11 +197,13 @@ static int file_check_removed(struct sink_file *f)
 	close(f->fd);
 	f->fd = fd;
 	f->removed = false;
-	if (moved)
+	if (moved) {
 		log_info("The records file %s was moved away (rotated): writing on to the file "
 			 "now at its path",
 			 f->path);
-	else
+		/* one moved in by hand may end mid-line, as at a start */
+		file_repair(f);
+	} else
 		log_warning("The records file %s was removed while the agent ran: made again "
 			    "(what had been written to it went with it)",
 			    f->path);

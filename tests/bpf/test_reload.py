@@ -172,12 +172,20 @@ def rotated_without_reload(c, agent_bin):
     os.rename(path, path + ".1")
     time.sleep(1.0)
     os.rename(path, path + ".2")
-    # made aside and moved in: an open(path, "w") would empty a file the
-    # agent made there first
-    open(path + ".new", "w").close()
+    # made aside and moved in (an open(path, "w") would empty a file the
+    # agent made there first), ending mid-line: ended with a newline, as
+    # at a start, before the next record
+    with open(path + ".new", "w") as f:
+        f.write("notes")
     os.rename(path + ".new", path)
     time.sleep(1.0)
     c.eq(a.stop(), 0, "rotation: agent exits 0")
+    with open(path, "rb") as f:
+        moved_in = f.read()
+    c.check(moved_in.startswith(b"notes\n{"), "the file moved in ending mid-line is ended "
+            "with a newline before the records (%r)" % moved_in[:12])
+    with open(path, "wb") as f:
+        f.write(moved_in[len(b"notes\n"):])
     wins = [[r["window"] for r in a.records(p) if r["type"] == "agent"]
             for p in (path + ".1", path + ".2", path)]
     flat = [w for ws in wins for w in ws]
