@@ -1826,7 +1826,11 @@ int sink_kafka_new(const struct sink_kafka_params *p, sd_event *event, struct dc
 			log_warning("Spool %s: %zu entries named like segments are none (a "
 				    "directory, a sign, a number past %" PRIu64 "): left alone",
 				    p->spool_dir, spool_skipped(k->spool), (uint64_t)SPOOL_SEQ_MAX);
-		if (n)
+		if (n && seg_count(k) < n)
+			log_info("Spool %s: %zu segments (%" PRIu64 " bytes) from earlier runs to "
+				 "deliver first; %zu more found were set aside or left (above)",
+				 p->spool_dir, seg_count(k), k->spool_bytes, n - seg_count(k));
+		else if (n)
 			log_info("Spool %s: %zu segments (%" PRIu64 " bytes) from earlier runs to "
 				 "deliver first",
 				 p->spool_dir, seg_count(k), k->spool_bytes);
