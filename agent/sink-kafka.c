@@ -1043,9 +1043,13 @@ static int seal(struct sink_kafka *k, enum dc_seg_kind kind, struct dc_buf *buil
 				snprintf(since, sizeof(since),
 					 " (and %" PRIu64 " times since said)", k->spool_err_quiet);
 			log_error_errno(r,
-					"Cannot write to the spool %s: %m%s; holding records in "
+					"Cannot write to the spool %s: %m%s%s; holding records in "
 					"memory until delivered or the spool takes them",
-					spool_dir(k->spool), since);
+					spool_dir(k->spool),
+					r == -EBUSY ? " (another datacrumbs agent holds the "
+						      "directory, made again since)"
+						    : "",
+					since);
 			k->spool_err_usec = now;
 			k->spool_err_quiet = 0;
 		} else {
