@@ -16,6 +16,7 @@
 #include "filter.h"
 #include "fs-util.h"
 #include "log.h"
+#include "macro.h"
 #include "manager.h"
 #include "probe-uprobe.h"
 #include "secrets.h"
@@ -164,29 +165,41 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
 static int check_on_host(const struct dc_config *cfg)
 {
 	struct dc_filter *f = NULL;
+	bool later = false;
 	char err[1024];
 	int r;
 
 	r = filter_new(cfg, NULL, &f, err, sizeof(err));
-	filter_free(f);
-	if (r == -ENOENT)
-		return log_warning("Not on this node yet: %s (the start would exit 1, to be "
-				   "started again)",
-				   err),
-		       r;
+	f = filter_free(f);
+	if (r == -ENOENT) {
+		_cleanup_free_ struct dc_config *rest = malloc(sizeof(*rest));
+
+		log_warning("Not on this node yet: %s (the start would exit 1, to be started "
+			    "again)",
+			    err);
+		later = true;
+		/* the lists after the missing cgroup, checked without the
+		 * cgroups: one bad there would still end the start for good */
+		if (!rest)
+			return log_error("Out of memory"), -ENOMEM;
+		*rest = *cfg;
+		rest->filter_include_cgroups[0] = rest->filter_exclude_cgroups[0] = 0;
+		r = filter_new(rest, NULL, &f, err, sizeof(err));
+		f = filter_free(f);
+	}
 	if (r < 0)
-		return log_error("Invalid configuration: %s", err), r;
+		return log_error("Invalid configuration: %s", err), -EINVAL;
 	r = cfg->traces_enable ? traces_check_policy(cfg, err, sizeof(err)) : 0;
-	if (r == -ENOENT)
-		return log_warning("Not on this node yet: %s (the start would exit 1, to be "
-				   "started again)",
-				   err),
-		       r;
-	if (r < 0)
+	if (r == -ENOENT) {
+		log_warning("Not on this node yet: %s (the start would exit 1, to be started "
+			    "again)",
+			    err);
+		later = true;
+	} else if (r < 0)
 		return log_error("Invalid configuration: %s", err), -EINVAL;
 	if (cfg->n_libs && (r = probe_uprobe_check(cfg, err, sizeof(err))) < 0)
 		return log_error("Invalid configuration: %s", err), -EINVAL;
-	return 0;
+	return later ? -ENOENT : 0;
 }
 
 static int reload_config(void *ctx, struct dc_config *out)
