@@ -756,6 +756,16 @@ static __always_inline void on_proc_exit(void)
 	char comm[DC_COMM_LEN] = {};
 	__u32 zero = 0;
 
+	/* every thread's exit: a hash entry a call left restarting (the
+	 * thread killed while blocked) has no restart to come, and task
+	 * storage would have gone with the task; kept, it held a slot of
+	 * maps.max_threads for good and a later thread of its id took it for
+	 * a restart */
+	if (!use_task_storage) {
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+		bpf_map_delete_elem(&stash_tid, &tid);
+	}
 	if (BPF_CORE_READ(t, signal, live.counter))
 		return;
 	old = bpf_map_lookup_elem(&procs, &tgid);
