@@ -93,7 +93,12 @@ static int each_line(const char *lines, const char *key, add_fn add, struct dc_f
 			return fail(err, errlen, "%s: more than %d elements", key, DC_FILTER_MAX);
 		snprintf(v, sizeof(v), "%.*s", (int)l, p);
 		r = add(f, key, v, flag, root, err, errlen);
-		if (r < 0)
+		/* a cgroup not made yet: the rest still checked, so that a bad
+		 * line after it is the file's fault (exit 2), not hidden behind
+		 * the host's (exit 1, started again for ever) */
+		if (r == -ENOENT)
+			f->missing = true;
+		else if (r < 0)
 			return r;
 		p += l + (p[l] == '\n');
 	}
@@ -183,6 +188,8 @@ int filter_new(const struct dc_config *cfg, const char *root, struct dc_filter *
 	    (r = each_line(cfg->filter_exclude_comms, "filter.exclude_comms", add_comm, f,
 			   DC_FILTER_EXCLUDE, root, err, errlen)) < 0)
 		return r;
+	if (f->missing)
+		return -ENOENT; /* err names the last one missing */
 	add_uids(f, &cfg->filter_include_uids, DC_FILTER_INCLUDE);
 	add_uids(f, &cfg->filter_exclude_uids, DC_FILTER_EXCLUDE);
 	*ret = TAKE_PTR(f);

@@ -16,7 +16,6 @@
 #include "filter.h"
 #include "fs-util.h"
 #include "log.h"
-#include "macro.h"
 #include "manager.h"
 #include "probe-uprobe.h"
 #include "secrets.h"
@@ -169,25 +168,15 @@ static int check_on_host(const struct dc_config *cfg)
 	char err[1024];
 	int r;
 
+	/* -ENOENT only once every other line was found good */
 	r = filter_new(cfg, NULL, &f, err, sizeof(err));
 	f = filter_free(f);
 	if (r == -ENOENT) {
-		_cleanup_free_ struct dc_config *rest = malloc(sizeof(*rest));
-
 		log_warning("Not on this node yet: %s (the start would exit 1, to be started "
 			    "again)",
 			    err);
 		later = true;
-		/* the lists after the missing cgroup, checked without the
-		 * cgroups: one bad there would still end the start for good */
-		if (!rest)
-			return log_error("Out of memory"), -ENOMEM;
-		*rest = *cfg;
-		rest->filter_include_cgroups[0] = rest->filter_exclude_cgroups[0] = 0;
-		r = filter_new(rest, NULL, &f, err, sizeof(err));
-		f = filter_free(f);
-	}
-	if (r < 0)
+	} else if (r < 0)
 		return log_error("Invalid configuration: %s", err), -EINVAL;
 	r = cfg->traces_enable ? traces_check_policy(cfg, err, sizeof(err)) : 0;
 	if (r == -ENOENT) {

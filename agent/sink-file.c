@@ -185,9 +185,9 @@ static int file_check_removed(struct sink_file *f)
 					"The records file %s was %s while the agent ran and "
 					"cannot be made again: %m; keeping its records for retry%s",
 					f->path, moved ? "moved away" : "removed",
-					moved && access(f->path, F_OK) == 0
-					    ? " (what the path names now cannot be opened: a FIFO "
-					      "without a reader, a directory)"
+					moved && (fd == -ENXIO || fd == -EISDIR)
+					    ? " (the path names a FIFO without a reader, or a "
+					      "directory)"
 					    : "");
 		f->removed = true;
 		f->last_err = fd; /* said: the write's error is not said again */

@@ -130,6 +130,8 @@ struct sink_kafka {
 	uint64_t spool_err_quiet;  /* write errors since, not logged */
 	uint64_t refused_log_usec; /* when a record refused alone was last logged */
 	uint64_t refused_quiet;	   /* refused alone since, not logged */
+	uint64_t large_log_usec;   /* the same for records past message.max.bytes */
+	uint64_t large_quiet;
 	uint64_t company_log_usec; /* when a batch so refused was last logged */
 	/* delivered segments the spool would not delete (read-only): tried
 	 * again once it takes writes, or the next start would send them again */
@@ -366,19 +368,19 @@ static void log_too_large(struct sink_kafka *k, const struct dc_seg_rec *rec,
 	uint64_t now = now_usec();
 	char since[64] = "";
 
-	if (k->refused_log_usec && now - k->refused_log_usec < 60 * USEC_PER_SEC) {
-		k->refused_quiet++;
+	if (k->large_log_usec && now - k->large_log_usec < 60 * USEC_PER_SEC) {
+		k->large_quiet++;
 		return;
 	}
-	if (k->refused_quiet)
+	if (k->large_quiet)
 		snprintf(since, sizeof(since), " (and %" PRIu64 " more since last said)",
-			 k->refused_quiet);
+			 k->large_quiet);
 	log_error("Record of window %" PRIu64 " (%u bytes) refused by the producer: %s; "
 		  "dropping it (refused_records; kafka.properties' message.max.bytes is the "
 		  "bound, traces.batch_max_mib a trace batch's size)%s",
 		  rec->window, rec->len, rd_kafka_err2str(err), since);
-	k->refused_log_usec = now;
-	k->refused_quiet = 0;
+	k->large_log_usec = now;
+	k->large_quiet = 0;
 }
 
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -1336,6 +1338,10 @@ void sink_kafka_stop(struct dc_sink *s, uint64_t max_flush_ms, const char *next_
 		log_error("Kafka refused %" PRIu64 " more records alone since last said: dropped "
 			  "(refused_records)",
 			  k->refused_quiet);
+	if (k->large_quiet)
+		log_error("The producer refused %" PRIu64 " more records past message.max.bytes "
+			  "since last said: dropped (refused_records)",
+			  k->large_quiet);
 	if (k->spool)
 		spool_held(k, next_spool);
 }

@@ -319,8 +319,14 @@ int spool_write(struct spool *s, uint64_t seq, const char *data, size_t len)
 	 * synced: failed (EIO), the segment is not counted written, and stays
 	 * held for a rewrite under its name (at worst delivered twice, never
 	 * lost to the power cut) */
-	if (s->fsync && fsync(s->dir_fd) < 0)
-		return -errno;
+	if (s->fsync && fsync(s->dir_fd) < 0) {
+		int r = -errno;
+
+		/* not left on disk uncounted (the spool's bound, a delivery's
+		 * delete): the rewrite puts it back */
+		unlinkat(s->dir_fd, name, 0);
+		return r;
+	}
 	return 0;
 }
 
@@ -340,7 +346,8 @@ int spool_read(struct spool *s, uint64_t seq, struct dc_buf *out)
 	if (!S_ISREG(st.st_mode))
 		return -EINVAL;
 	buf_reset(out);
-	if (buf_grow(out, (size_t)st.st_size + 1))
+	/* the magic's room first: a large stray file costs no allocation */
+	if (buf_grow(out, sizeof(DC_SEG_MAGIC)))
 		return -ENOMEM;
 	while (off < (size_t)st.st_size) {
 		/* the magic first: a stray file under a segment's name (a
@@ -358,8 +365,13 @@ int spool_read(struct spool *s, uint64_t seq, struct dc_buf *out)
 		if (n == 0)
 			break;
 		off += (size_t)n;
-		if (off == sizeof(DC_SEG_MAGIC) - 1 && memcmp(out->data, DC_SEG_MAGIC, off))
-			break;
+		if (off == sizeof(DC_SEG_MAGIC) - 1) {
+			if (memcmp(out->data, DC_SEG_MAGIC, off))
+				break;
+			out->len = off;
+			if (buf_grow(out, (size_t)st.st_size + 1 - off))
+				return -ENOMEM;
+		}
 	}
 	out->len = off;
 	return 0;

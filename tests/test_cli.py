@@ -135,8 +135,11 @@ check_conf("filter = { exclude_comms = [%s]; };\n" % ", ".join('"c%d"' % i for i
            ["filter.exclude_comms: more than 64 elements"], "65 comms refused at check")
 check_conf('filter = { include_cgroups = ["%s"]; exclude_comms = [%s]; };\n'
            % (missing_cg, ", ".join('"c%d"' % i for i in range(65))), 2,
-           ["Not on this node yet", "filter.exclude_comms: more than 64 elements"],
+           ["filter.exclude_comms: more than 64 elements"],
            "a cgroup not made yet does not hide a bad list after it (exit 2)")
+check_conf('filter = { include_cgroups = ["%s", "relative"]; };\n' % missing_cg, 2,
+           ['filter.include_cgroups: "relative" is not an absolute cgroup path'],
+           "... nor a bad line after it in its own list (exit 2)")
 check_conf('probes = { libraries = ( { path = "/dc-cli-no-such.so"; category = "x"; '
            'functions = ["read"]; } ); };\n', 2, ["/dc-cli-no-such.so: No such file"],
            "a library that does not exist refused at check")

@@ -152,6 +152,11 @@ int main(void)
 	      "only the lists in use are flagged (%s)", err);
 	f = filter_free(f);
 
+	/* a bad line after a missing cgroup is still the file's fault */
+	r = load("filter = { include_cgroups = [\"/nope/x\", \"rel\"]; };\n");
+	r = r ? r : filter_new(&c, root, &f, err, sizeof(err));
+	CHECK(r == -EINVAL && strstr(err, "\"rel\" is not an absolute"),
+	      "a bad line after a missing cgroup: -EINVAL, named: %s", err);
 	r = load("filter = { include_cgroups = [\"/job\", \"/nope/x\"]; };\n");
 	r = r ? r : filter_new(&c, root, &f, err, sizeof(err));
 	/* -ENOENT, not -EINVAL: the host's state (exit 1, started again) */
