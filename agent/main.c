@@ -107,8 +107,23 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
 			return log_error("Invalid configuration: %s", err), r;
 		warn_secrets(path, cfg);
 	}
-	if (a->interval && (r = config_set(cfg, "interval", a->interval, err, sizeof(err))) < 0)
-		return log_error("%s (given by --interval)", err), r;
+	if (a->interval) {
+		double file_interval = cfg->interval, dflt;
+
+		if ((r = config_set(cfg, "interval", a->interval, err, sizeof(err))) < 0)
+			return log_error("%s (given by --interval)", err), r;
+		{
+			struct dc_config *d = malloc(sizeof(*d));
+
+			dflt = d ? (config_defaults(d), d->interval) : file_interval;
+			free(d);
+		}
+		/* a reload would otherwise say "unchanged" of a file whose
+		 * interval changed */
+		if (file_interval != dflt && file_interval != cfg->interval)
+			log_notice("interval = %g in %s is overridden by --interval %s",
+				   file_interval, path, a->interval);
+	}
 	if (a->output && (r = config_set(cfg, "output.path", a->output, err, sizeof(err))) < 0)
 		return log_error("%s (given by --output)", err), r;
 	/* last: its lines apply after kafka.properties, and a reload reads it again */

@@ -226,6 +226,11 @@ p = run_checked([os.path.abspath(agent), "--check-config=" + os.path.join(incdir
 c.check(p.returncode == 0, "a relative @include is read beside its file, from / too (%r)" % p.stderr)
 check_conf("maps = 5;\n", 2, ["'maps' is a group of settings"],
            "a group given a value: said so, not called unknown")
+p = conf("interval = 3.0;\n")
+rc, out, err = run("--check-config=" + p, "--interval", "0.5")
+c.check(rc == 0 and "interval = 3 in %s is overridden by --interval 0.5" % p in err,
+        "a file's interval that --interval overrides is said (a reload said 'unchanged') (%r)"
+        % err)
 check_conf("interval = { };\n", 2, ["{path}:1: interval: expected a number, not a group"],
            "a number given a group: said so, not called an unknown group")
 check_conf("output = { path = { }; };\n", 2,
