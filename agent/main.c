@@ -176,6 +176,22 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
  * next boot fail for good. -ENOENT: a cgroup not made yet, warned of (the
  * start exits 1 on it, to be started again); else the file's fault.
  */
+/* One check's result: -ENOENT (not made yet) warned of and noted in
+ * *later, any other error the file's (-EINVAL), said. */
+static int host_result(int r, const char *err, bool *later)
+{
+	if (r == -ENOENT) {
+		log_warning("Not on this node yet: %s (the start would exit 1, to be started "
+			    "again)",
+			    err);
+		*later = true;
+		return 0;
+	}
+	if (r < 0)
+		return log_error("Invalid configuration: %s", err), -EINVAL;
+	return 0;
+}
+
 static int check_on_host(const struct dc_config *cfg)
 {
 	struct dc_filter *f = NULL;
@@ -186,21 +202,11 @@ static int check_on_host(const struct dc_config *cfg)
 	/* -ENOENT only once every other line was found good */
 	r = filter_new(cfg, NULL, &f, err, sizeof(err));
 	f = filter_free(f);
-	if (r == -ENOENT) {
-		log_warning("Not on this node yet: %s (the start would exit 1, to be started "
-			    "again)",
-			    err);
-		later = true;
-	} else if (r < 0)
-		return log_error("Invalid configuration: %s", err), -EINVAL;
+	if ((r = host_result(r, err, &later)) < 0)
+		return r;
 	r = cfg->traces_enable ? traces_check_policy(cfg, err, sizeof(err)) : 0;
-	if (r == -ENOENT) {
-		log_warning("Not on this node yet: %s (the start would exit 1, to be started "
-			    "again)",
-			    err);
-		later = true;
-	} else if (r < 0)
-		return log_error("Invalid configuration: %s", err), -EINVAL;
+	if ((r = host_result(r, err, &later)) < 0)
+		return r;
 	if (cfg->n_libs && (r = probe_uprobe_check(cfg, err, sizeof(err))) < 0)
 		return log_error("Invalid configuration: %s", err), -EINVAL;
 	return later ? -ENOENT : 0;
