@@ -80,7 +80,7 @@ typedef int (*add_fn)(struct dc_filter *f, const char *key, const char *v, uint8
 
 /* Each line of a CFG_STRLIST value, passed to add(). */
 static int each_line(const char *lines, const char *key, add_fn add, struct dc_filter *f,
-		     uint8_t flag, const char *root, char *err, size_t errlen)
+		     uint8_t flag, const char *root, bool *missing, char *err, size_t errlen)
 {
 	size_t n = 0;
 
@@ -97,7 +97,7 @@ static int each_line(const char *lines, const char *key, add_fn add, struct dc_f
 		 * line after it is the file's fault (exit 2), not hidden behind
 		 * the host's (exit 1, started again for ever) */
 		if (r == -ENOENT)
-			f->missing = true;
+			*missing = true;
 		else if (r < 0)
 			return r;
 		p += l + (p[l] == '\n');
@@ -170,6 +170,7 @@ int filter_new(const struct dc_config *cfg, const char *root, struct dc_filter *
 {
 	_cleanup_free_ struct dc_filter *f = calloc(1, sizeof(*f));
 	char found[PATH_MAX];
+	bool missing = false;
 	int r;
 
 	if (!f) {
@@ -180,15 +181,15 @@ int filter_new(const struct dc_config *cfg, const char *root, struct dc_filter *
 	    cgroup2_mount(found, sizeof(found)) == 0)
 		root = found;
 	if ((r = each_line(cfg->filter_include_cgroups, "filter.include_cgroups", add_cgroup, f,
-			   DC_FILTER_INCLUDE, root, err, errlen)) < 0 ||
+			   DC_FILTER_INCLUDE, root, &missing, err, errlen)) < 0 ||
 	    (r = each_line(cfg->filter_exclude_cgroups, "filter.exclude_cgroups", add_cgroup, f,
-			   DC_FILTER_EXCLUDE, root, err, errlen)) < 0 ||
+			   DC_FILTER_EXCLUDE, root, &missing, err, errlen)) < 0 ||
 	    (r = each_line(cfg->filter_include_comms, "filter.include_comms", add_comm, f,
-			   DC_FILTER_INCLUDE, root, err, errlen)) < 0 ||
+			   DC_FILTER_INCLUDE, root, &missing, err, errlen)) < 0 ||
 	    (r = each_line(cfg->filter_exclude_comms, "filter.exclude_comms", add_comm, f,
-			   DC_FILTER_EXCLUDE, root, err, errlen)) < 0)
+			   DC_FILTER_EXCLUDE, root, &missing, err, errlen)) < 0)
 		return r;
-	if (f->missing)
+	if (missing)
 		return -ENOENT; /* err names the last one missing */
 	add_uids(f, &cfg->filter_include_uids, DC_FILTER_INCLUDE);
 	add_uids(f, &cfg->filter_exclude_uids, DC_FILTER_EXCLUDE);

@@ -54,7 +54,6 @@ struct dc_filter {
 	size_t n_uids;
 	struct dc_filter_comm_entry comms[2 * DC_FILTER_MAX];
 	size_t n_comms;
-	bool missing; /* filter_new(): a listed cgroup does not exist (yet) */
 };
 
 /*

@@ -96,9 +96,11 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
 	const char *path = a->config;
 	char err[1024];
 	struct stat st;
+	double dflt_interval;
 	int r;
 
 	config_defaults(cfg);
+	dflt_interval = cfg->interval;
 	if (!path && access(DC_CONFIG_DEFAULT_PATH, F_OK) == 0)
 		path = DC_CONFIG_DEFAULT_PATH;
 	if (path) {
@@ -108,19 +110,13 @@ static int load_config(const struct dc_args *a, struct dc_config *cfg)
 		warn_secrets(path, cfg);
 	}
 	if (a->interval) {
-		double file_interval = cfg->interval, dflt;
+		double file_interval = cfg->interval;
 
 		if ((r = config_set(cfg, "interval", a->interval, err, sizeof(err))) < 0)
 			return log_error("%s (given by --interval)", err), r;
-		{
-			struct dc_config *d = malloc(sizeof(*d));
-
-			dflt = d ? (config_defaults(d), d->interval) : file_interval;
-			free(d);
-		}
 		/* a reload would otherwise say "unchanged" of a file whose
 		 * interval changed */
-		if (file_interval != dflt && file_interval != cfg->interval)
+		if (file_interval != dflt_interval && file_interval != cfg->interval)
 			log_notice("interval = %g in %s is overridden by --interval %s",
 				   file_interval, path, a->interval);
 	}
