@@ -316,14 +316,13 @@ int spool_write(struct spool *s, uint64_t seq, const char *data, size_t len)
 		return r;
 	}
 	/* the rename itself survives a power cut only once the directory is
-	 * synced: failed (EIO), the segment is not counted written, and stays
-	 * held for a rewrite under its name (at worst delivered twice, never
-	 * lost to the power cut) */
+	 * synced: failed (EIO), the segment is not counted written and stays
+	 * held in memory, its file removed rather than left on disk
+	 * uncounted (the spool's bound, a delivery's delete); a rewrite under
+	 * its name puts it back */
 	if (s->fsync && fsync(s->dir_fd) < 0) {
 		int r = -errno;
 
-		/* not left on disk uncounted (the spool's bound, a delivery's
-		 * delete): the rewrite puts it back */
 		unlinkat(s->dir_fd, name, 0);
 		return r;
 	}
